@@ -97,9 +97,11 @@ def from_percent(text: str, kernel: str, display: str, python: str = "3.11") -> 
         body = body.strip("\n")
         if tag == "markdown":
             lines = [line[2:] if line.startswith("# ") else line.lstrip("#") for line in body.splitlines()]
-            cells.append({"cell_type": "markdown", "metadata": {}, "source": _lines("\n".join(lines))})
+            cells.append({"cell_type": "markdown", "id": f"c{len(cells)}", "metadata": {},
+                          "source": _lines("\n".join(lines))})
         else:
-            cells.append({"cell_type": "code", "execution_count": None, "metadata": {"tags": [tag] if tag else []},
+            cells.append({"cell_type": "code", "id": tag or f"c{len(cells)}", "execution_count": None,
+                          "metadata": {"tags": [tag] if tag else []},
                           "outputs": [], "source": _lines(body)})
     return {"cells": cells, "metadata": {
         "kernelspec": {"display_name": display, "language": "python", "name": kernel},

@@ -1,0 +1,51 @@
+"""The report's words: every heading, label and generated sentence comes from
+`templates/strings/<lang>.json`; English fills any key a translation lacks."""
+from __future__ import annotations
+
+import json
+import string
+from functools import lru_cache
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+TEMPLATES = REPO / "templates"
+LANGS = ("en", "zh")
+
+
+@lru_cache(maxsize=None)
+def _load(lang: str, root: str) -> dict:
+    path = Path(root) / "strings" / f"{lang}.json"
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+class _Safe(dict):
+    def __missing__(self, key):
+        return "{" + key + "}"
+
+
+class Strings:
+    """`S("key", name=...)` formats a string; `S.raw` is the merged dict for templates."""
+
+    def __init__(self, lang: str = "en", templates: Path | str = TEMPLATES):
+        if lang not in LANGS:
+            raise ValueError(f"unknown language {lang!r}: choose one of {', '.join(LANGS)}")
+        self.lang = lang
+        base = dict(_load("en", str(templates)))
+        if lang != "en":
+            base.update(_load(lang, str(templates)))
+        self.raw = base
+
+    def __call__(self, key: str, **kw) -> str:
+        s = self.raw.get(key, key)
+        if kw:
+            s = string.Formatter().vformat(s, (), _Safe(kw))
+        return s
+
+    def get(self, key: str, default: str = "") -> str:
+        return self.raw.get(key, default)
+
+    def list_sep(self) -> str:
+        return self.raw.get("list_sep", ", ")
+
+    def join(self, items) -> str:
+        return self.list_sep().join(str(i) for i in items)

@@ -1,0 +1,95 @@
+"""The result schema's runner side: where results live, loading them (a corrupt
+or half-written file becomes a visible failed entry, never a crash), and
+writing failure records for runs whose notebook did not finish.
+
+Layout of an output folder:
+    <out>/runs/<framework>/<workload>-<mode>[-gpu]/result.json      (+ output.ipynb)
+    <out>/runs/<framework>/<workload>-<mode>[-gpu]/r<k>/result.json (repeat k > 1)
+"""
+from __future__ import annotations
+
+import json
+import os
+import traceback
+from pathlib import Path
+
+from .nb.record import PARTIAL, RESULT, atomic_write_json
+
+WORKLOADS = ("lenet", "dcgan", "lstm")
+EPOCH_METRICS = {"lenet": ("train_loss", "train_acc", "test_loss", "test_acc"),
+                 "dcgan": ("gen_loss", "disc_loss"),
+                 "lstm": ("train_mse", "val_mse")}
+
+
+def run_dir(out: Path, framework: str, workload: str, mode: str, device: str = "cpu", repeat: int = 1) -> Path:
+    d = Path(out) / "runs" / framework / (f"{workload}-{mode}" + ("-gpu" if device == "gpu" else ""))
+    return d if repeat <= 1 else d / f"r{repeat}"
+
+
+def read_result(path: Path) -> dict:
+    """Load one result.json; a corrupt one is returned as a failed record."""
+    path = Path(path)
+    try:
+        r = json.loads(path.read_text())
+        if not isinstance(r, dict) or "framework" not in r or "workload" not in r:
+            raise ValueError("not a frameval result (no framework/workload)")
+        return r
+    except (OSError, ValueError) as e:
+        parts = path.parent.relative_to(path.parents[2]).parts if len(path.parents) > 2 else ("?", "?")
+        fw = parts[0]
+        wl, _, mode = parts[1].partition("-") if len(parts) > 1 else ("?", "", "?")
+        return {"framework": fw, "workload": wl, "mode": mode.split("-")[0] or "?", "status": "failed",
+                "error": {"type": "CorruptResult", "message": f"{path.name} unreadable: {e}", "traceback": ""},
+                "epochs": [], "params": {}, "param_counts": {}}
+
+
+def load_runs(*sources) -> list:
+    """Every result under each source's `runs/` folder, with `_dir` (run folder),
+    `_source` and `_notebook` added. Partial results of crashed runs that the
+    runner never finalised are listed as failed."""
+    out = []
+    for src in sources:
+        root = Path(src) / "runs"
+        if not root.is_dir():
+            continue
+        for res in sorted(root.glob("*/*/result.json")) + sorted(root.glob("*/*/r*/result.json")):
+            r = read_result(res)
+            r["_dir"] = str(res.parent)
+            r["_source"] = str(src)
+            nbp = res.parent / "output.ipynb"
+            r["_notebook"] = str(nbp) if nbp.exists() else None
+            out.append(r)
+    return out
+
+
+def failure_record(run, error_type: str, message: str, tb: str = "", partial: dict | None = None) -> dict:
+    """A result for a run whose notebook failed, keeping whatever it measured."""
+    base = dict(partial or {})
+    base.update({
+        "framework": run.framework, "workload": run.workload, "mode": run.mode, "device": run.device,
+        "status": "failed",
+        "error": {"type": error_type, "message": message, "traceback": tb[-4000:]},
+        "params": base.get("params") or dict(run.params),
+    })
+    base.setdefault("epochs", [])
+    base.setdefault("param_counts", {})
+    return base
+
+
+def load_partial(d: Path) -> dict | None:
+    try:
+        return json.loads((Path(d) / PARTIAL).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def write_result(d: Path, result: dict) -> Path:
+    return atomic_write_json(Path(d) / RESULT, result)
+
+
+def format_exc_tail(exc: BaseException, limit: int = 4000) -> str:
+    return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-limit:]
+
+
+__all__ = ["WORKLOADS", "EPOCH_METRICS", "run_dir", "read_result", "load_runs", "failure_record",
+           "load_partial", "write_result", "format_exc_tail", "RESULT", "os"]
