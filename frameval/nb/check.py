@@ -49,7 +49,9 @@ from . import reference as R
 from .weights import init_weights, trainable_names
 
 PROBE_SIZE = 16
-TOLERANCES = {"forward": 1e-4, "step": 1e-3, "losses": 1e-3}
+# losses are forward quantities (float32 PyTorch: ~1e-7); 1e-4 still catches a G step
+# taken through the stale discriminator (g_loss off by ~7e-4 at seed 0).
+TOLERANCES = {"forward": 1e-4, "step": 1e-3, "losses": 1e-4}
 DEFAULT_LR = {"lenet": 1e-3, "dcgan": 1e-4, "lstm": 1e-3}
 FORWARD_OUTPUTS = {"lenet": ("logits",), "dcgan": ("fake", "d_logits"), "lstm": ("pred",)}
 LOSSES = {"lenet": ("loss",), "dcgan": ("d_loss", "g_loss"), "lstm": ("loss",)}
@@ -64,7 +66,7 @@ def _probe_source(workload, seed):
             from .data import load_mnist
             d = load_mnist("embedded")
             idx = rng.permutation(len(d.y_train))[:PROBE_SIZE]
-            return d.x_train[idx].copy(), d.y_train[idx].copy(), f"mnist embedded training images {sorted(idx.tolist())[:3]}..."
+            return d.x_train[idx].copy(), d.y_train[idx].copy(), "mnist embedded: 16 training images"
         except Exception:
             x = rng.uniform(-1, 1, (PROBE_SIZE, 1, 28, 28)).astype(np.float32)
             return x, rng.randint(0, 10, PROBE_SIZE).astype(np.int64), "random (MNIST cache missing)"
@@ -73,7 +75,7 @@ def _probe_source(workload, seed):
             from .data import load_co2
             d = load_co2(20)
             idx = rng.permutation(len(d.y_train))[:PROBE_SIZE]
-            return d.x_train[idx].copy(), d.y_train[idx].copy(), "co2 training windows"
+            return d.x_train[idx].copy(), d.y_train[idx].copy(), "co2: 16 training windows"
         except Exception:
             x = rng.standard_normal((PROBE_SIZE, 20, 1)).astype(np.float32)
             return x, rng.standard_normal((PROBE_SIZE, 1)).astype(np.float32), "random (CO2 cache missing)"
@@ -82,7 +84,15 @@ def _probe_source(workload, seed):
 
 def probe(workload: str, seed: int = 0) -> dict:
     """The 16-sample probe batch, the same in every framework (float32 / int64)."""
-    x, y, _ = _probe_source(workload, seed)
+    return _probe(workload, seed)[0]
+
+
+def _probe(workload, seed):
+    x, y, source = _probe_source(workload, seed)
+    return _assemble(workload, seed, x, y), source
+
+
+def _assemble(workload, seed, x, y):
     if workload == "lenet":
         return {"x": x, "y": y}
     if workload == "dcgan":
@@ -145,8 +155,7 @@ class Checker:
         self._fwd_called = self._step_called = False
         self._finished = False
         try:
-            x, y, self.source = _probe_source(workload, self.seed)
-            self.probe = probe(workload, self.seed)
+            self.probe, self.source = _probe(workload, self.seed)
             self.w0 = self._initial()
         except Exception as e:  # never raise from the check
             self.probe, self.w0, self.source = {}, {}, "unavailable"

@@ -82,12 +82,14 @@ def conv2d(x, w, b=None, stride=1, pad=0):
     return y, (xp.shape, w, cols, stride, pad, ho, wo)
 
 
-def conv2d_backward(dy, cache):
-    """-> dx, dw, db."""
+def conv2d_backward(dy, cache, need_dx=True):
+    """-> dx (None unless need_dx), dw, db."""
     (n, c, hp, wp), w, cols, stride, (t, bo, l, r), ho, wo = cache
     o, _, kh, kw = w.shape
     dy2 = dy.transpose(1, 0, 2, 3).reshape(o, -1)
     dw = (dy2 @ cols.T).reshape(w.shape)
+    if not need_dx:
+        return None, dw, dy.sum(axis=(0, 2, 3))
     dxp = _col2im(w.reshape(o, -1).T @ dy2, c, kh, kw, n, ho, wo, stride, hp, wp)
     return dxp[:, :, t:hp - bo, l:wp - r], dw, dy.sum(axis=(0, 2, 3))
 
@@ -218,11 +220,13 @@ def adam_step(params: dict, grads: dict, state: dict, lr: float, betas=ADAM["bet
     t = state["t"] = state.get("t", 0) + 1
     out = dict(params)
     for k, g in grads.items():
-        m = state.setdefault("m", {}).get(k, 0.0) * b1 + (1 - b1) * g
-        v = state.setdefault("v", {}).get(k, 0.0) * b2 + (1 - b2) * g * g
+        m0, v0 = state.setdefault("m", {}).get(k), state.setdefault("v", {}).get(k)
+        m = (1 - b1) * g if m0 is None else b1 * m0 + (1 - b1) * g
+        v = (1 - b2) * (g * g) if v0 is None else b2 * v0 + (1 - b2) * (g * g)
         state["m"][k], state["v"][k] = m, v
-        mhat, vhat = m / (1 - b1 ** t), v / (1 - b2 ** t)
-        out[k] = params[k] - lr * mhat / (np.sqrt(vhat) + eps)
+        denom = np.sqrt(v * (1.0 / (1 - b2 ** t)))
+        denom += eps
+        out[k] = params[k] - (lr / (1 - b1 ** t)) * m / denom
     return out
 
 
@@ -254,7 +258,7 @@ def lenet_backward(p, cache, dlogits):
     da2 = relu_backward(maxpool2_backward(dp2, m2), a2)
     dp1, g["conv2.weight"], g["conv2.bias"] = conv2d_backward(da2, c2)
     da1 = relu_backward(maxpool2_backward(dp1, m1), a1)
-    _, g["conv1.weight"], g["conv1.bias"] = conv2d_backward(da1, c1)
+    _, g["conv1.weight"], g["conv1.bias"] = conv2d_backward(da1, c1, need_dx=False)
     return g
 
 
@@ -316,13 +320,13 @@ def discriminator_forward(p, x):
     return dense(f, p["fc.weight"], p["fc.bias"]), (a1, c1, a2, c2, f)
 
 
-def discriminator_backward(p, cache, dlogits):
-    """-> grads, dx."""
+def discriminator_backward(p, cache, dlogits, need_dx=True):
+    """-> grads, dx (None unless need_dx)."""
     a1, c1, a2, c2, f = cache
     g = {"fc.weight": dlogits.T @ f, "fc.bias": dlogits.sum(0)}
     da2 = leaky_relu_backward((dlogits @ p["fc.weight"]).reshape(a2.shape), a2)
     d1, g["conv2.weight"], g["conv2.bias"] = conv2d_backward(da2, c2)
-    dx, g["conv1.weight"], g["conv1.bias"] = conv2d_backward(leaky_relu_backward(d1, a1), c1)
+    dx, g["conv1.weight"], g["conv1.bias"] = conv2d_backward(leaky_relu_backward(d1, a1), c1, need_dx)
     return g, dx
 
 
@@ -343,8 +347,8 @@ def dcgan_step(gp, dp, x, z, lr=1e-4):
     fake_logits, fc = discriminator_forward(dp, fake)
     l_real, d_real = bce_with_logits(real_logits, 1.0)
     l_fake, d_fake = bce_with_logits(fake_logits, 0.0)
-    gr, _ = discriminator_backward(dp, rc, d_real)
-    gf, _ = discriminator_backward(dp, fc, d_fake)
+    gr, _ = discriminator_backward(dp, rc, d_real, need_dx=False)
+    gf, _ = discriminator_backward(dp, fc, d_fake, need_dx=False)
     dp1 = adam_step(dp, {k: gr[k] + gf[k] for k in gr}, {}, lr)
     g_logits, gc = discriminator_forward(dp1, fake)
     g_loss, dg = bce_with_logits(g_logits, 1.0)

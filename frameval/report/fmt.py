@@ -72,7 +72,9 @@ def percent(v) -> str:
 
 def ratio(v) -> str:
     x = num(v)
-    return _raw(v) if x is None else f"{x:.2f}×"
+    if x is None:
+        return _raw(v)
+    return f"{x:.2f}×" if x < 10 else (f"{x:.1f}×" if x < 100 else f"{x:,.0f}×")
 
 
 def fixed(v, d: int = 4) -> str:

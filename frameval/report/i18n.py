@@ -35,8 +35,8 @@ class Strings:
             base.update(_load(lang, str(templates)))
         self.raw = base
 
-    def __call__(self, key: str, **kw) -> str:
-        s = self.raw.get(key, key)
+    def __call__(self, _key: str, /, **kw) -> str:
+        s = self.raw.get(_key, _key)
         if kw:
             s = string.Formatter().vformat(s, (), _Safe(kw))
         return s

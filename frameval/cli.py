@@ -1,0 +1,134 @@
+"""The command line: parse and validate (standard library only), bootstrap the
+runner environment, then hand over to the pipeline.
+
+    python3 run_all.py [options]        plan -> environments -> runs -> report
+    python3 run_all.py test [pytest args]
+    python3 run_all.py lab  [--frameworks ...] [--ip --port]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from .plan import REPO, PlanError, build_plan
+from .workloads import FRAMEWORKS, PROFILES, WORKLOADS
+
+EXIT_BAD_INPUT = 2
+
+EPILOG = """examples:
+  python3 run_all.py                                  the default quick report, all frameworks, graph mode
+  python3 run_all.py --frameworks torch,tensorflow --mode both -p lenet.epochs=5
+  python3 run_all.py --profile full --data-dir ~/mnist --lang zh --title "评测报告"
+  python3 run_all.py --report-only --from reports/a --from reports/b --out reports/merged
+  python3 run_all.py test                             the test suite
+  python3 run_all.py lab                              JupyterLab on notebooks/ with every kernel
+"""
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="run_all.py", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
+        description="frameval: run the framework x workload notebooks with papermill, each in its "
+                    "framework's own environment, and write report.md / report.html.")
+    p.add_argument("--frameworks", default="all", metavar="LIST",
+                   help=f"comma-separated frameworks, or all (default): {', '.join(FRAMEWORKS)}")
+    p.add_argument("--workloads", default="all", metavar="LIST",
+                   help=f"comma-separated workloads, or all (default): {', '.join(WORKLOADS)}")
+    p.add_argument("--mode", default="graph", help="graph (compiled, default), eager, or both")
+    p.add_argument("--device", default="cpu", help="cpu (default) or gpu")
+    p.add_argument("--profile", default="quick",
+                   help=f"run sizes: {', '.join(PROFILES)} (default quick: the whole default matrix in ~10 min "
+                        "on 2 cores; full: the spec's sizes)")
+    p.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a notebook parameter for all workloads (epochs=2) or one (lenet.lr=0.002); "
+                        "checked against each notebook's parameters cell")
+    p.add_argument("--out", default=str(REPO / "reports" / "default"), metavar="DIR",
+                   help="output folder (default reports/default): runs/<fw>/<workload>-<mode>/ and the report")
+    p.add_argument("--name", default="report", help="report file name without extension (default report)")
+    p.add_argument("--repeats", type=int, default=1, metavar="N",
+                   help="run each notebook N times, each in a fresh kernel (default 1)")
+    p.add_argument("--timeout", type=float, default=1800, metavar="S",
+                   help="kill a run after S seconds and record it as failed (default 1800)")
+    p.add_argument("--force", nargs="?", const="all", default=None, metavar="RUNS",
+                   help="execute even if a cached result matches: all, or e.g. torch/lenet,mxnet")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the plan and whether each run executes or is reused, and why; run nothing")
+    p.add_argument("--setup-only", action="store_true",
+                   help="build the environments and data caches the plan needs, register kernels, and stop")
+    p.add_argument("--report-only", action="store_true", help="rebuild the report from existing runs")
+    p.add_argument("--from", dest="sources", action="append", default=[], metavar="DIR",
+                   help="with --report-only: merge the runs of these output folders (repeatable)")
+    p.add_argument("--lang", default="en", help="report language: en (default) or zh")
+    p.add_argument("--title", default="", help="report title")
+    p.add_argument("--author", default="", help="report author")
+    p.add_argument("--notes", default="", metavar="FILE", help="Markdown file with your own words for the summary")
+    p.add_argument("--data-dir", default="", metavar="DIR",
+                   help="folder with the four MNIST IDX files: use the full MNIST (sets dataset=full)")
+    p.add_argument("--download-mnist", action="store_true",
+                   help="download the full MNIST IDX files (MD5-checked) into the data cache and use them")
+    p.add_argument("--env-backend", default="auto", help="auto (conda/mamba if on PATH, else venv), conda or venv")
+    return p
+
+
+def fail(msg: str) -> "NoReturn":  # noqa: F821
+    print(f"frameval: error: {msg}", file=sys.stderr)
+    sys.exit(EXIT_BAD_INPUT)
+
+
+def validate(args) -> list:
+    """Every check that needs no third-party package, before anything is built."""
+    if args.lang not in ("en", "zh"):
+        fail(f"--lang {args.lang!r}: choose en or zh")
+    if os.sep in args.name or "/" in args.name or args.name in ("", ".", ".."):
+        fail(f"--name {args.name!r}: a report name cannot contain a path separator")
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        fail(f"--out {out}: is a file, not a folder")
+    if args.env_backend not in ("auto", "conda", "venv"):
+        fail(f"--env-backend {args.env_backend!r}: choose auto, conda or venv")
+    if args.timeout <= 0:
+        fail(f"--timeout {args.timeout:g}: must be positive")
+    if args.notes and not Path(args.notes).is_file():
+        fail(f"--notes {args.notes}: no such file")
+    for s in args.sources:
+        if not (Path(s) / "runs").is_dir():
+            fail(f"--from {s}: no runs/ folder there (not a frameval output folder)")
+    if args.sources and not args.report_only:
+        fail("--from is only used with --report-only")
+    params = list(args.param)
+    if args.data_dir or args.download_mnist:
+        if args.data_dir:
+            from .data import DataError, validate_idx_folder
+            try:
+                validate_idx_folder(args.data_dir)
+            except DataError as e:
+                fail(str(e))
+        params.append("dataset=full") if not any(p.split("=")[0].split(".")[-1] == "dataset" for p in params) else None
+    try:
+        runs = build_plan(args.frameworks, args.workloads, args.mode, args.device, args.profile, params, args.repeats)
+    except PlanError as e:
+        fail(str(e))
+    if args.force and args.force != "all":
+        names = {r.framework for r in runs} | {f"{r.framework}/{r.workload}" for r in runs} | {r.name for r in runs}
+        for f in args.force.split(","):
+            if f.strip() not in names:
+                fail(f"--force {f.strip()!r}: matches no planned run (e.g. torch or torch/lenet)")
+    return runs
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["test"]:
+        from .bootstrap import run_tests
+        return run_tests(argv[1:])
+    if argv[:1] == ["lab"]:
+        from .lab import main as lab_main
+        return lab_main(argv[1:])
+    args = parser().parse_args(argv)
+    runs = validate(args)
+    from .bootstrap import ensure_runner
+    ensure_runner(argv, backend=args.env_backend)  # re-executes inside the runner env if needed
+    from .pipeline import Pipeline
+    return Pipeline(args, runs, argv).run()

@@ -1,0 +1,264 @@
+"""The one data path, in order: plan -> data caches -> environments -> papermill
+runs -> result.json -> collector -> report. Runs inside the runner env.
+
+Faults never lose results: an environment that fails to build marks its
+framework's runs failed; a notebook failure is recorded and the matrix goes
+on; SIGINT/SIGTERM kill the current run, record it, and still write the report
+(the next invocation reuses every finished run).
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from . import __version__, envs, execute, results
+from .plan import REPO
+
+EXIT_FAILED, EXIT_INTERRUPTED, EXIT_BUSY = 1, 130, 2
+
+
+def _fmt_s(s: float) -> str:
+    s = int(round(s))
+    return f"{s // 60}:{s % 60:02d}"
+
+
+def git_commit() -> str:
+    try:
+        return subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, timeout=10).stdout.strip() or "unknown"
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+
+
+class OutLock:
+    """One invocation per output folder at a time."""
+
+    def __init__(self, out: Path):
+        self.path = out / ".frameval.lock"
+
+    def __enter__(self):
+        import fcntl
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.f = open(self.path, "a+")
+        try:
+            fcntl.flock(self.f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            self.f.seek(0)
+            print(f"frameval: error: another frameval run is using {self.path.parent} "
+                  f"(lock {self.path}, held by pid {self.f.read().strip() or '?'}); wait for it or use another --out",
+                  file=sys.stderr)
+            sys.exit(EXIT_BUSY)
+        self.f.seek(0)
+        self.f.truncate()
+        self.f.write(str(os.getpid()))
+        self.f.flush()
+        return self
+
+    def __exit__(self, *exc):
+        self.f.close()
+
+
+class Pipeline:
+    def __init__(self, args, runs, argv):
+        self.args, self.runs, self.argv = args, runs, argv
+        self.out = Path(args.out).resolve()
+        self.interrupted = False
+
+    def say(self, msg: str):
+        print(msg, flush=True)
+
+    # --------------------------------------------------------------- entry
+    def run(self) -> int:
+        a = self.args
+        if a.dry_run:
+            return self.dry_run()
+        with OutLock(self.out):
+            if a.report_only:
+                return self.collect(a.sources or [str(self.out)])
+            self._install_signals()
+            self.write_plan()
+            self.prepare_data()
+            env_by_fw = self.environments()
+            if a.setup_only:
+                self.say("frameval: setup done (environments, kernels, data caches); nothing run (--setup-only)")
+                return 0 if all(isinstance(e, envs.Env) for e in env_by_fw.values()) else EXIT_FAILED
+            failed = self.execute_all(env_by_fw)
+            code = self.collect([str(self.out)])
+        if self.interrupted:
+            return EXIT_INTERRUPTED
+        return EXIT_FAILED if failed or code else 0
+
+    def _install_signals(self):
+        def handler(signum, frame):
+            self.interrupted = True
+            self.say(f"\nframeval: {signal.Signals(signum).name} received: stopping the current run, "
+                     "then writing the report with what has finished")
+            execute.mark_interrupted()
+        signal.signal(signal.SIGINT, handler)
+        signal.signal(signal.SIGTERM, handler)
+
+    # --------------------------------------------------------------- steps
+    def write_plan(self):
+        from .workloads import PROFILE_FRAMEWORK_OVERRIDES
+        notes = sorted({n for r in self.runs for n in r.profile_notes})
+        plan = {"command": "python3 run_all.py " + " ".join(_quote(x) for x in self.argv),
+                "profile": self.args.profile, "frameworks": sorted({r.framework for r in self.runs}),
+                "workloads": sorted({r.workload for r in self.runs}), "modes": sorted({r.mode for r in self.runs}),
+                "device": self.args.device, "overrides": self.args.param, "repeats": self.args.repeats,
+                "profile_notes": notes, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                "frameval_version": __version__, "git_commit": git_commit(),
+                "runs": [r.name for r in self.runs if r.repeat == 1]}
+        results.atomic_write_json(self.out / "plan.json", plan)
+        _ = PROFILE_FRAMEWORK_OVERRIDES
+
+    def prepare_data(self):
+        from . import data
+        t0 = time.perf_counter()
+        data.prepare_all(self.args.data_dir or None, self.args.download_mnist)
+        self.say(f"frameval: data caches ready in {data.data_cache_dir()} ({time.perf_counter() - t0:.1f} s)")
+
+    def environments(self) -> dict:
+        from .bootstrap import register_runner_kernel
+        register_runner_kernel()
+        out = {}
+        for fw in sorted({r.framework for r in self.runs}, key=lambda f: [r.framework for r in self.runs].index(f)):
+            t0 = time.perf_counter()
+            try:
+                env = envs.ensure_framework(fw, self.args.device, self.args.env_backend,
+                                            echo=lambda m: self.say(f"frameval: {m}"))
+                out[fw] = env
+                spec = env.spec
+                results.atomic_write_json(self.out / "environments" / f"{fw}.json", {
+                    "framework": fw, "spec_name": spec.name, "spec_path": str(spec.path.relative_to(REPO)),
+                    "spec_text": spec.text, "key": spec.key, "backend": env.backend, "python": spec.python,
+                    "prefix": str(env.prefix), "freeze": env.freeze, **env.info()})
+                self.say(f"frameval: environment {fw} ready ({time.perf_counter() - t0:.1f} s)")
+            except Exception as e:  # noqa: BLE001 - any build failure fails only this framework
+                out[fw] = e
+                self.say(f"frameval: environment {fw} FAILED to build: {str(e).splitlines()[0]}")
+        return out
+
+    def _forced(self, run) -> bool:
+        f = self.args.force
+        if not f:
+            return False
+        if f == "all":
+            return True
+        names = {x.strip() for x in f.split(",")}
+        return bool(names & {run.framework, f"{run.framework}/{run.workload}", run.name})
+
+    def dry_run(self) -> int:
+        self.say(f"frameval: plan for {self.out} ({len(self.runs)} runs, profile {self.args.profile}):")
+        for i, run in enumerate(self.runs, 1):
+            env = envs.env_for(envs.parse_spec(envs.spec_path(run.framework, run.device)),
+                               envs.choose_backend(self.args.env_backend))
+            parts = execute.key_parts(run, env.freeze if env.ready else "")
+            d = results.run_dir(self.out, run.framework, run.workload, run.mode, run.device, run.repeat)
+            dec = execute.decide(run, d, parts, self._forced(run))
+            extra = "" if env.ready else " (environment not built yet)"
+            self.say(f"  [{i}/{len(self.runs)}] {run.name}{'' if run.repeat == 1 else f' repeat {run.repeat}'}: "
+                     f"{'execute' if dec.execute else 'reuse'} ({dec.why}){extra}")
+        return 0
+
+    def execute_all(self, env_by_fw) -> bool:
+        n, done_s, executed, failed = len(self.runs), [], 0, False
+        t_start = time.perf_counter()
+        for i, run in enumerate(self.runs, 1):
+            if self.interrupted:
+                break
+            d = results.run_dir(self.out, run.framework, run.workload, run.mode, run.device, run.repeat)
+            env = env_by_fw.get(run.framework)
+            label = f"[{i}/{n}] {run.name}" + ("" if run.repeat == 1 else f" repeat {run.repeat}")
+            if not isinstance(env, envs.Env):
+                rec = results.failure_record(run, "EnvBuildError", str(env).splitlines()[0] if env else "no env",
+                                             str(env))
+                results.write_result(d, rec)
+                self.say(f"{label}: failed (environment did not build)")
+                failed = True
+                continue
+            parts = execute.key_parts(run, env.freeze)
+            dec = execute.decide(run, d, parts, self._forced(run))
+            if not dec.execute:
+                res = results.read_result(d / results.RESULT)
+                res["reused"] = True
+                results.write_result(d, res)
+                self.say(f"{label}: reused ({dec.why})")
+                continue
+            self.say(f"{label}: running ({dec.why}) ...")
+            try:
+                outcome = execute.execute(run, d, envs.kernel_name(run.framework, run.device), parts,
+                                          timeout=self.args.timeout)
+            except execute.Interrupted:
+                self.say(f"{label}: interrupted")
+                failed = True
+                break
+            executed += 1
+            done_s.append(outcome.seconds)
+            left = n - i
+            eta = statistics.mean(done_s) * left
+            status = "ok" if outcome.status == "ok" else f"FAILED ({outcome.error[:160]})"
+            self.say(f"{label}: {status} in {outcome.seconds:.1f} s  "
+                     f"(elapsed {_fmt_s(time.perf_counter() - t_start)}, ETA {_fmt_s(eta)})")
+            failed |= outcome.status != "ok"
+        self.merge_repeats()
+        self.say(f"frameval: {executed} run(s) executed, {n - executed} reused or skipped")
+        return failed or self._any_failed()
+
+    def _any_failed(self) -> bool:
+        return any(r.get("status") != "ok" for r in results.load_runs(self.out)
+                   if r.get("framework") in {x.framework for x in self.runs})
+
+    def merge_repeats(self):
+        """Put every repeat's steady epoch time into the first repeat's result."""
+        if self.args.repeats <= 1:
+            return
+        for run in (r for r in self.runs if r.repeat == 1):
+            first = results.run_dir(self.out, run.framework, run.workload, run.mode, run.device)
+            steady = []
+            for k in range(1, self.args.repeats + 1):
+                p = results.run_dir(self.out, run.framework, run.workload, run.mode, run.device, k) / results.RESULT
+                if p.exists():
+                    r = results.read_result(p)
+                    if r.get("status") == "ok":
+                        steady.append(r.get("steady_epoch_s"))
+            p = first / results.RESULT
+            if p.exists():
+                r = results.read_result(p)
+                r["repeats"] = steady
+                results.write_result(first, r)
+
+    def collect(self, sources) -> int:
+        """Run notebooks/collect.ipynb in the runner kernel: report.md + report.html."""
+        from .bootstrap import RUNNER_KERNEL, register_runner_kernel
+        register_runner_kernel()
+        a = self.args
+        params = {"sources": [str(Path(s).resolve()) for s in sources], "out_dir": str(self.out),
+                  "lang": a.lang, "title": a.title, "author": a.author,
+                  "notes_file": str(Path(a.notes).resolve()) if a.notes else "", "name": a.name,
+                  "command": "python3 run_all.py " + " ".join(_quote(x) for x in self.argv)}
+        self.out.mkdir(parents=True, exist_ok=True)
+        pfile = self.out / ".collect-params.json"
+        pfile.write_text(json.dumps(params))
+        t0 = time.perf_counter()
+        cmd = [sys.executable, "-m", "papermill", str(REPO / "notebooks" / "collect.ipynb"),
+               str(self.out / "collect.ipynb"), "-f", str(pfile), "-k", RUNNER_KERNEL, "--cwd", str(self.out),
+               "--no-progress-bar", "--log-level", "WARNING"]
+        p = subprocess.run(cmd, env=envs.jupyter_env(), capture_output=True, text=True)
+        pfile.unlink()
+        if p.returncode != 0:
+            self.say(f"frameval: the collector failed; see {self.out / 'collect.ipynb'}\n{p.stderr[-2000:]}")
+            return EXIT_FAILED
+        self.say(f"frameval: report written in {time.perf_counter() - t0:.1f} s: "
+                 f"{self.out / (a.name + '.md')} and {self.out / (a.name + '.html')}")
+        return 0
+
+
+def _quote(s: str) -> str:
+    import shlex
+    return shlex.quote(s)

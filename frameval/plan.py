@@ -1,0 +1,180 @@
+"""From command-line choices to a validated list of Runs (standard library only,
+so that bad input is refused before any environment is built).
+
+Parameter resolution, lowest to highest: the notebook's parameters cell, the
+profile, the profile's per-framework override, `-p key=value`, then
+`-p workload.key=value`. Every name and value is checked against the
+notebook's parameters cell (papermill itself only warns about unknown names).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import notebook as nbfile
+from .workloads import (DEVICES, FRAMEWORKS, MODES, PROFILE_FRAMEWORK_OVERRIDES, PROFILES, WORKLOADS,
+                        canonical_framework)
+
+REPO = Path(__file__).resolve().parent.parent
+NOTEBOOKS = REPO / "notebooks"
+# Set by the runner from its own options, not with -p.
+RESERVED = {"mode": "--mode", "device": "--device", "out_dir": "--out"}
+# Value ranges the notebooks rely on.
+RULES = {
+    "epochs": (1, "a positive integer"), "batch_size": (1, "a positive integer"),
+    "lr": (0.0, "a positive number"), "threads": (0, "0 (all cores) or more"),
+    "max_train_samples": (0, "0 (all) or more"), "seed": (0, "0 or more"),
+    "window": (1, "a positive integer"), "hidden": (1, "a positive integer"),
+}
+ALLOWED = {"dataset": ("embedded", "full"), "series": ("co2",)}
+
+
+class PlanError(ValueError):
+    """Bad input: the message is one line that names the problem."""
+
+
+@dataclass
+class Run:
+    framework: str
+    workload: str
+    mode: str
+    device: str
+    params: dict
+    notebook: Path
+    profile: str
+    repeat: int = 1
+    profile_notes: list = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return f"{self.framework}/{self.workload}-{self.mode}" + ("-gpu" if self.device == "gpu" else "")
+
+
+def notebook_path(framework: str, workload: str) -> Path:
+    return NOTEBOOKS / framework / f"{workload}.ipynb"
+
+
+def split_list(value: str, allowed, what: str, aliases=None) -> list:
+    items = []
+    for raw in (value or "").split(","):
+        raw = raw.strip()
+        if not raw:
+            continue
+        if raw == "all":
+            items.extend(allowed)
+            continue
+        item = (aliases or (lambda x: x))(raw)
+        if item not in allowed:
+            raise PlanError(f"unknown {what} {raw!r}; choose from {', '.join(allowed)}")
+        items.append(item)
+    if not items:
+        raise PlanError(f"no {what} given")
+    return list(dict.fromkeys(items))
+
+
+def parse_overrides(pairs) -> dict:
+    """['epochs=2', 'lenet.lr=0.002'] -> {None: {'epochs': '2'}, 'lenet': {'lr': '0.002'}}."""
+    out: dict = {}
+    for pair in pairs or []:
+        if "=" not in pair:
+            raise PlanError(f"-p {pair!r}: expected key=value (or workload.key=value)")
+        key, value = pair.split("=", 1)
+        key = key.strip()
+        scope = None
+        if "." in key:
+            scope, key = key.split(".", 1)
+            if scope not in WORKLOADS:
+                raise PlanError(f"-p {pair!r}: unknown workload {scope!r}; choose from {', '.join(WORKLOADS)}")
+        if key in RESERVED:
+            raise PlanError(f"-p {pair!r}: {key} is set with {RESERVED[key]}, not -p")
+        out.setdefault(scope, {})[key] = value.strip()
+    return out
+
+
+def coerce(key: str, raw, default, where: str):
+    """Convert a -p string to the type of the parameters cell's default, and check its range."""
+    if isinstance(raw, str):
+        try:
+            if isinstance(default, bool):
+                if raw.lower() not in ("true", "false", "1", "0"):
+                    raise ValueError
+                value = raw.lower() in ("true", "1")
+            elif isinstance(default, int):
+                value = int(raw)
+            elif isinstance(default, float):
+                value = float(raw)
+            else:
+                value = raw
+        except ValueError:
+            kind = type(default).__name__
+            raise PlanError(f"-p {key}={raw}: {key} must be {'an' if kind[0] in 'aeiou' else 'a'} {kind} ({where})") from None
+    else:
+        value = raw
+    if key in RULES and isinstance(value, (int, float)) and not isinstance(value, bool):
+        low, text = RULES[key]
+        if (value <= low) if key == "lr" else (value < low):
+            raise PlanError(f"-p {key}={raw}: {key} must be {text} ({where})")
+    if key in ALLOWED and value not in ALLOWED[key]:
+        raise PlanError(f"-p {key}={raw}: choose from {', '.join(ALLOWED[key])} ({where})")
+    return value
+
+
+def build_plan(frameworks: str = "all", workloads: str = "all", mode: str = "graph", device: str = "cpu",
+               profile: str = "quick", overrides=None, repeats: int = 1) -> list:
+    fws = split_list(frameworks, FRAMEWORKS, "framework", canonical_framework)
+    wls = split_list(workloads, WORKLOADS, "workload")
+    if mode not in (*MODES, "both"):
+        raise PlanError(f"unknown mode {mode!r}; choose from graph, eager, both")
+    modes = list(MODES) if mode == "both" else [mode]
+    if device not in DEVICES:
+        raise PlanError(f"unknown device {device!r}; choose from {', '.join(DEVICES)}")
+    if profile not in PROFILES:
+        raise PlanError(f"unknown profile {profile!r}; choose from {', '.join(PROFILES)}")
+    if repeats < 1:
+        raise PlanError(f"--repeats {repeats}: must be 1 or more")
+    ov = parse_overrides(overrides) if not isinstance(overrides, dict) else overrides
+    cells = {}
+    for fw in fws:
+        for wl in wls:
+            path = notebook_path(fw, wl)
+            if not path.exists():
+                raise PlanError(f"{fw}/{wl}: notebook {path.relative_to(REPO)} does not exist")
+            try:
+                cells[fw, wl] = nbfile.parameters(path)
+            except nbfile.NotebookError as e:
+                raise PlanError(f"{path.relative_to(REPO)}: {e}") from None
+    # A plain -p key must belong to some planned workload; a scoped one to its own.
+    for scope, values in ov.items():
+        for key in values:
+            owners = [wl for (fw, wl), d in cells.items() if key in d and (scope is None or wl == scope)]
+            if not owners:
+                takes = sorted({k for (fw, wl), d in cells.items() if scope in (None, wl) for k in d} - set(RESERVED))
+                raise PlanError(f"-p {(scope + '.') if scope else ''}{key}: unknown parameter"
+                                f"{' for ' + scope if scope else ''}; known: {', '.join(takes)}")
+    runs = []
+    for fw in fws:
+        for wl in wls:
+            path, defaults = notebook_path(fw, wl), cells[fw, wl]
+            params, notes = dict(defaults), []
+            layers = [(PROFILES[profile].get(wl, {}), "profile"),
+                      (PROFILE_FRAMEWORK_OVERRIDES.get(profile, {}).get((fw, wl), {}), "framework"),
+                      (ov.get(None, {}), "-p"), (ov.get(wl, {}), "-p")]
+            for values, where in layers:
+                for key, raw in values.items():
+                    if key in defaults:
+                        params[key] = coerce(key, raw, defaults[key], f"{fw}/{wl}")
+                        if where == "framework":
+                            notes.append(f"{key}={params[key]}")
+            for m in modes:
+                p = dict(params, mode=m, device=device)
+                for k in range(1, repeats + 1):
+                    runs.append(Run(fw, wl, m, device, p, path, profile, k,
+                                    [f"{fw} {wl}: smaller {profile} size ({', '.join(notes)}) for a slow CPU kernel"] if notes else []))
+    return runs
+
+
+def params_digest(params: dict) -> str:
+    clean = {k: v for k, v in params.items() if k != "out_dir"}
+    return hashlib.sha256(json.dumps(clean, sort_keys=True, default=str).encode()).hexdigest()[:16]

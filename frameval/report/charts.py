@@ -1,0 +1,301 @@
+"""Charts (matplotlib, Agg) and DCGAN animations (imageio), written into the
+report's assets folder. Labels come in the report's language; for Chinese a
+CJK font is loaded (the `mplfonts` package ships Noto Sans CJK SC; system
+fonts are the fallback) and every glyph that would render as a box is recorded
+in `Charts.missing_glyphs`, so the report and the tests can see it."""
+from __future__ import annotations
+
+import importlib.util
+import logging
+import math
+import warnings
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib import font_manager  # noqa: E402
+
+from . import fmt  # noqa: E402
+from .spec import FRAMEWORKS  # noqa: E402
+
+PALETTE = {"torch": "#ee4c2c", "tensorflow": "#ff8f00", "paddle": "#2932e1", "mindspore": "#2ca02c",
+           "megengine": "#9467bd", "mxnet": "#17becf"}
+EXTRA = ("#8c564b", "#e377c2", "#7f7f7f", "#bcbd22")
+CJK_FILES = ("NotoSansCJKsc-Regular.otf", "NotoSansCJK-Regular.ttc", "NotoSansSC-Regular.otf",
+             "SourceHanSansSC-Regular.otf", "wqy-microhei.ttc", "wqy-zenhei.ttc", "SimHei.ttf")
+
+
+def find_cjk_font() -> Path | None:
+    """A font file with simplified-Chinese glyphs: mplfonts' Noto Sans CJK SC
+    first (pip-installed with the runner environment), then the system's."""
+    spec = importlib.util.find_spec("mplfonts")
+    for loc in (spec.submodule_search_locations or []) if spec else []:
+        for name in CJK_FILES:
+            p = Path(loc) / "fonts" / name
+            if p.is_file():
+                return p
+    for d in (Path("/usr/share/fonts"), Path("/usr/local/share/fonts"), Path.home() / ".fonts"):
+        if d.is_dir():
+            for name in CJK_FILES:
+                hit = next(iter(sorted(d.rglob(name))), None)
+                if hit:
+                    return hit
+    return None
+
+
+class _GlyphLog(logging.Handler):
+    def __init__(self, sink):
+        super().__init__(logging.WARNING)
+        self.sink = sink
+
+    def emit(self, record):
+        msg = record.getMessage()
+        if "missing from" in msg and "Glyph" in msg:
+            self.sink.add(msg)
+
+
+class Charts:
+    def __init__(self, assets: Path, lang: str = "en", prefix: str = ""):
+        self.assets = Path(assets)
+        self.assets.mkdir(parents=True, exist_ok=True)
+        self.lang = lang
+        self.prefix = prefix
+        self.missing_glyphs: set = set()
+        self.font_file = None
+        families = ["DejaVu Sans"]
+        if lang != "en":
+            self.font_file = find_cjk_font()
+            if self.font_file:
+                font_manager.fontManager.addfont(str(self.font_file))
+                name = font_manager.FontProperties(fname=str(self.font_file)).get_name()
+                families = [name, "DejaVu Sans"]
+        self.rc = {"font.family": "sans-serif", "font.sans-serif": families, "axes.unicode_minus": False,
+                   "figure.dpi": 100, "savefig.dpi": 110, "font.size": 9, "axes.titlesize": 10,
+                   "axes.spines.top": False, "axes.spines.right": False}
+
+    # ----------------------------------------------------------- plumbing
+    def _save(self, fig, name: str) -> str:
+        fname = f"{self.prefix}{name}.png"
+        handler = _GlyphLog(self.missing_glyphs)
+        loggers = [logging.getLogger(n) for n in ("matplotlib", "matplotlib.backends.backend_agg",
+                                                  "matplotlib._text_helpers", "matplotlib.font_manager")]
+        for lg in loggers:
+            lg.addHandler(handler)
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                fig.savefig(self.assets / fname, bbox_inches="tight")
+            for w in caught:
+                msg = str(w.message)
+                if "missing from" in msg and "Glyph" in msg:
+                    self.missing_glyphs.add(msg)
+        finally:
+            for lg in loggers:
+                lg.removeHandler(handler)
+            plt.close(fig)
+        return fname
+
+    def _fig(self, w=7.0, h=3.4, ncols=1, nrows=1):
+        with plt.rc_context(self.rc):
+            fig, axes = plt.subplots(nrows, ncols, figsize=(w, h), squeeze=False)
+        return fig, axes
+
+    @staticmethod
+    def color(fw: str, i: int = 0) -> str:
+        return PALETTE.get(fw, EXTRA[i % len(EXTRA)])
+
+    # ----------------------------------------------------------- charts
+    def bars(self, name, title, ylabel, items, errors=None, note=None):
+        """items: [(label, value, framework, mode)], errors: [(low, high)] or None."""
+        items = [(i, it) for i, it in enumerate(items) if fmt.num(it[1]) is not None]
+        if not items:
+            return None
+        with plt.rc_context(self.rc):
+            fig, axes = self._fig(w=max(4.5, 0.9 * len(items) + 2), h=3.4)
+            ax = axes[0][0]
+            xs = list(range(len(items)))
+            vals = [it[1] for _, it in items]
+            cols = [self.color(it[2], i) for i, (_, it) in enumerate(items)]
+            hatches = ["//" if it[3] == "eager" else "" for _, it in items]
+            yerr = None
+            if errors:
+                lo = [max(0.0, v - (errors[i][0] if fmt.num(errors[i][0]) is not None else v)) for (i, _), v in zip(items, vals)]
+                hi = [max(0.0, (errors[i][1] if fmt.num(errors[i][1]) is not None else v) - v) for (i, _), v in zip(items, vals)]
+                yerr = [lo, hi]
+            bars = ax.bar(xs, vals, color=cols, edgecolor="#333", linewidth=0.6, yerr=yerr, capsize=3)
+            for b, h in zip(bars, hatches):
+                b.set_hatch(h)
+            tops = [v + (yerr[1][i] if yerr else 0.0) for i, v in enumerate(vals)]
+            for x, v, top in zip(xs, vals, tops):
+                ax.annotate(fmt.sig(v), (x, top), ha="center", va="bottom", fontsize=8, xytext=(0, 3),
+                            textcoords="offset points")
+            ax.margins(y=0.12)
+            ax.set_xticks(xs)
+            ax.set_xticklabels([it[0] for _, it in items], fontsize=8)
+            ax.set_ylabel(ylabel)
+            ax.set_title(title)
+            if note:
+                fig.text(0.01, -0.02, note, fontsize=7, color="#555", ha="left", va="top")
+            return self._save(fig, name)
+
+    def grouped_bars(self, name, title, ylabel, labels, series):
+        """series: [(series label, [values per label], hatch)] -> grouped bars; None when empty."""
+        series = [s for s in series if any(fmt.num(v) is not None for v in s[1])]
+        if not series or not labels:
+            return None
+        with plt.rc_context(self.rc):
+            fig, axes = self._fig(w=max(4.5, 1.0 * len(labels) + 2.5), h=3.4)
+            ax = axes[0][0]
+            n = len(series)
+            width = 0.8 / n
+            greys = ("#4c72b0", "#a1c4e8", "#dd8452")
+            for k, (slabel, vals, hatch) in enumerate(series):
+                xs = [i - 0.4 + width * (k + 0.5) for i in range(len(labels))]
+                vv = [fmt.num(v) if fmt.num(v) is not None else 0.0 for v in vals]
+                bars = ax.bar(xs, vv, width=width, label=slabel, color=greys[k % len(greys)], edgecolor="#333",
+                              linewidth=0.5, hatch=hatch)
+                for x, v, b in zip(xs, vals, bars):
+                    txt = fmt.mb(v) if fmt.num(v) is not None else fmt.NA
+                    ax.annotate(txt, (x, b.get_height()), ha="center", va="bottom", fontsize=7, xytext=(0, 2),
+                                textcoords="offset points", rotation=90 if n > 2 else 0)
+            ax.set_xticks(range(len(labels)))
+            ax.set_xticklabels(labels, fontsize=8)
+            ax.set_ylabel(ylabel)
+            ax.set_title(title)
+            ax.legend(fontsize=8, frameon=False)
+            ax.margins(y=0.18)
+            return self._save(fig, name)
+
+    def curves(self, name, panels, xlabel):
+        """panels: [(title, ylabel, [(label, framework, mode, [y per epoch])])]."""
+        panels = [p for p in panels if any(any(fmt.num(v) is not None for v in s[3]) for s in p[2])]
+        if not panels:
+            return None
+        with plt.rc_context(self.rc):
+            fig, axes = self._fig(w=3.6 * len(panels) + 0.6, h=3.3, ncols=len(panels))
+            for ax, (title, ylabel, series) in zip(axes[0], panels):
+                for i, (label, fw, mode, ys) in enumerate(series):
+                    pts = [(e + 1, fmt.num(v)) for e, v in enumerate(ys) if fmt.num(v) is not None]
+                    if not pts:
+                        continue
+                    ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", markersize=3,
+                            color=self.color(fw, i), linestyle="--" if mode == "eager" else "-", label=label)
+                ax.set_title(title)
+                ax.set_xlabel(xlabel)
+                ax.set_ylabel(ylabel)
+                ax.xaxis.get_major_locator().set_params(integer=True)
+            handles, labels = axes[0][0].get_legend_handles_labels()
+            if handles:
+                fig.legend(handles, labels, loc="lower center", ncol=min(4, len(labels)), fontsize=8, frameon=False,
+                           bbox_to_anchor=(0.5, -0.02 - 0.05 * math.ceil(len(labels) / 4)))
+            fig.tight_layout()
+            return self._save(fig, name)
+
+    def prediction(self, name, title, xlabel, ylabel, truth_label, truth, series):
+        """LSTM: validation truth and each run's prediction (ppm)."""
+        if not truth or not series:
+            return None
+        with plt.rc_context(self.rc):
+            fig, axes = self._fig(w=7.5, h=3.6)
+            ax = axes[0][0]
+            xs = list(range(len(truth)))
+            ax.plot(xs, [fmt.num(v) for v in truth], color="black", linewidth=2.0, label=truth_label)
+            for i, (label, fw, mode, ys) in enumerate(series):
+                ax.plot(list(range(len(ys))), [fmt.num(v) for v in ys], color=self.color(fw, i), linewidth=1.0,
+                        linestyle="--" if mode == "eager" else "-", label=label, alpha=0.85)
+            ax.set_title(title)
+            ax.set_xlabel(xlabel)
+            ax.set_ylabel(ylabel)
+            ax.legend(fontsize=7, frameon=False, ncol=2)
+            return self._save(fig, name)
+
+    def hbar_panels(self, name, panels, note=None):
+        """Summary figure: one panel per workload, horizontal bars.
+        panels: [(title, xlabel, [(label, value, framework, best)])]."""
+        panels = [p for p in panels if any(fmt.num(v[1]) is not None for v in p[2])]
+        if not panels:
+            return None
+        rows = max(len(p[2]) for p in panels)
+        with plt.rc_context(self.rc):
+            fig, axes = self._fig(w=3.4 * len(panels) + 0.8, h=0.32 * rows + 1.3, ncols=len(panels))
+            for ax, (title, xlabel, items) in zip(axes[0], panels):
+                items = [it for it in items if fmt.num(it[1]) is not None]
+                ys = list(range(len(items)))[::-1]
+                ax.barh(ys, [it[1] for it in items], color=[self.color(it[2], i) for i, it in enumerate(items)],
+                        edgecolor=["black" if it[3] else "#333" for it in items],
+                        linewidth=[2.0 if it[3] else 0.5 for it in items])
+                for y, it in zip(ys, items):
+                    ax.annotate(fmt.sig(it[1]), (it[1], y), va="center", ha="left", fontsize=7, xytext=(2, 0),
+                                textcoords="offset points")
+                ax.set_yticks(ys)
+                ax.set_yticklabels([it[0] for it in items], fontsize=8)
+                ax.set_title(title)
+                ax.set_xlabel(xlabel)
+                ax.margins(x=0.25)
+            if note:
+                fig.text(0.01, -0.02, note, fontsize=7, color="#555", ha="left", va="top")
+            fig.tight_layout()
+            return self._save(fig, name)
+
+
+# ------------------------------------------------------------------ DCGAN media
+def read_gray(path) -> "object":
+    import imageio.v3 as iio
+    import numpy as np
+    a = np.asarray(iio.imread(path))
+    if a.ndim == 3:
+        a = a[..., :3].mean(axis=2).astype("uint8")
+    return a
+
+
+def unscale(a, factor: int):
+    """Undo pixel repetition (the grids are written at scale 3)."""
+    if factor > 1 and a.shape[0] % factor == 0 and a.shape[1] % factor == 0:
+        return a[::factor, ::factor]
+    return a
+
+
+def detect_scale(a) -> int:
+    for f in (4, 3, 2):
+        if a.shape[0] % f == 0 and a.shape[1] % f == 0:
+            b = a[::f, ::f].repeat(f, 0).repeat(f, 1)
+            if (b == a).all():
+                return f
+    return 1
+
+
+def make_gif(frames_paths, out_path, duration_ms: int = 400) -> Path | None:
+    """An animated GIF (looping) of the per-epoch grids, at the grids' native
+    resolution (the HTML scales it up with pixelated rendering), with the last
+    frame held longer."""
+    import imageio.v3 as iio
+    import numpy as np
+    frames = []
+    for p in frames_paths:
+        try:
+            a = read_gray(p)
+        except Exception:  # noqa: BLE001 - a missing/corrupt grid leaves a gap, not a crash
+            continue
+        frames.append(unscale(a, detect_scale(a)))
+    if not frames:
+        return None
+    shape = frames[0].shape
+    frames = [f for f in frames if f.shape == shape]
+    durations = [duration_ms] * (len(frames) - 1) + [duration_ms * 4]
+    out_path = Path(out_path)
+    iio.imwrite(out_path, np.stack(frames), extension=".gif", duration=durations, loop=0)
+    return out_path
+
+
+def copy_png(src, out_path) -> Path | None:
+    try:
+        data = Path(src).read_bytes()
+    except OSError:
+        return None
+    Path(out_path).write_bytes(data)
+    return Path(out_path)
+
+
+__all__ = ["Charts", "find_cjk_font", "make_gif", "copy_png", "FRAMEWORKS"]

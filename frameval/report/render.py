@@ -1,0 +1,123 @@
+"""Jinja2 rendering. HTML: autoescaped, images and GIFs embedded as data URIs,
+CSS and the sorting script inline, so the file stands alone. Markdown: every
+value is HTML-escaped and Markdown-escaped by the environment's `finalize`
+unless it is `Markup` (fenced code blocks, the author's notes)."""
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import mimetypes
+import re
+from pathlib import Path
+
+import jinja2
+from markupsafe import Markup
+
+from . import fmt
+
+
+def _datauri(assets: Path):
+    cache = {}
+
+    def f(name):
+        if not name:
+            return ""
+        if name not in cache:
+            p = Path(assets) / name
+            mime = mimetypes.guess_type(p.name)[0] or "application/octet-stream"
+            cache[name] = f"data:{mime};base64," + base64.b64encode(p.read_bytes()).decode("ascii")
+        return cache[name]
+    return f
+
+
+def _mdlink(text, url):
+    url = str(url or "").replace(" ", "%20").replace(")", "%29").replace("(", "%28").replace("<", "%3C").replace(">", "%3E")
+    return Markup(f"[{fmt.md(text)}]({url})")
+
+
+def _mdimg(alt, name):
+    return Markup(f"![{fmt.md(alt)}](assets/{str(name).replace(' ', '%20')})")
+
+
+def _env(templates: Path, autoescape: bool, **kw) -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates)), autoescape=autoescape,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                             keep_trailing_newline=True, **kw)
+    env.filters["fence"] = fmt.fence
+    env.filters["anchor"] = fmt.anchor
+    return env
+
+
+# Click a header to sort by that column (numbers by their data-v value, n/a last).
+SORT_JS = """
+(function () {
+  function key(td) {
+    if (!td) return [2, ""];
+    var v = td.getAttribute("data-v");
+    if (v !== null && v !== "" && !isNaN(Number(v))) return [0, Number(v)];
+    var t = (v !== null ? v : td.textContent).trim();
+    return t === "" || t === "n/a" || t === "None" ? [2, ""] : [1, t.toLowerCase()];
+  }
+  function cmp(a, b) {
+    if (a[0] !== b[0]) return a[0] - b[0];
+    return a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0;
+  }
+  document.querySelectorAll("table.sortable").forEach(function (table) {
+    var heads = table.querySelectorAll("thead th");
+    heads.forEach(function (th, col) {
+      th.addEventListener("click", function () {
+        var asc = !th.classList.contains("asc");
+        heads.forEach(function (h) { h.classList.remove("asc", "desc"); });
+        th.classList.add(asc ? "asc" : "desc");
+        var body = table.tBodies[0];
+        var rows = Array.prototype.slice.call(body.rows);
+        rows.sort(function (r1, r2) {
+          var a = key(r1.cells[col]), b = key(r2.cells[col]);
+          if (a[0] === 2 || b[0] === 2) return a[0] - b[0];
+          return asc ? cmp(a, b) : cmp(b, a);
+        });
+        rows.forEach(function (r) { body.appendChild(r); });
+      });
+    });
+  });
+})();
+"""
+
+
+def render_html(ctx: dict, templates: Path, assets: Path) -> str:
+    env = _env(templates, True)
+    env.filters["datauri"] = _datauri(assets)
+    digest = base64.b64encode(hashlib.sha256(SORT_JS.encode("utf-8")).digest()).decode("ascii")
+    return env.get_template("report.html.j2").render(**ctx, sort_js=Markup(SORT_JS),
+                                                     csp_script=f"'sha256-{digest}'")
+
+
+def render_markdown(ctx: dict, templates: Path) -> str:
+    env = _env(templates, False, finalize=fmt.md_finalize)
+    env.filters["mdlink"] = _mdlink
+    env.filters["mdimg"] = _mdimg
+    env.filters["raw"] = lambda s: Markup(str(s))
+    text = env.get_template("report.md.j2").render(**ctx)
+    return re.sub(r"\n{3,}", "\n\n", text)
+
+
+# ------------------------------------------------------------------ the author's notes
+def notes_html(text: str) -> Markup:
+    """The author's Markdown as HTML: raw HTML in it is escaped, links with
+    unsafe schemes dropped, and images that point outside the file become links
+    (the report makes no request)."""
+    try:
+        import mistune
+    except ImportError:  # plain text, escaped
+        return Markup("<pre class='notes'>" + html.escape(text) + "</pre>")
+
+    class Renderer(mistune.HTMLRenderer):
+        def image(self, text, url, title=None):  # noqa: D401
+            if str(url).startswith("data:image/"):
+                return super().image(text, url, title)
+            return f'<a href="{self.safe_url(url)}">{html.escape(str(text) or str(url))}</a>'
+
+    md = mistune.create_markdown(escape=True, renderer=Renderer(escape=True),
+                                 plugins=["table", "strikethrough", "url"])
+    return Markup(md(text))

@@ -1,0 +1,458 @@
+"""The numpy reference (frameval.nb.reference) against independent computations,
+and the check API (frameval.nb.check) on right and deliberately wrong models.
+
+Independent means: direct loops written from the definitions (convolution,
+transposed convolution with its crop), a hand-unrolled LSTM, central finite
+differences for every backward pass. numpy only."""
+import math
+
+import numpy as np
+import pytest
+
+from frameval.nb import check, init_weights
+from frameval.nb import reference as R
+
+
+def rel(a, b):
+    return np.linalg.norm(np.asarray(a) - np.asarray(b)) / np.linalg.norm(np.asarray(b))
+
+
+class Rec:
+    def __init__(self):
+        self.result = {}
+
+
+# ------------------------------------------------------------------ direct loops
+def loop_conv(x, w, b, stride, pad):
+    t, bo, l, r = pad
+    xp = np.zeros((x.shape[0], x.shape[1], x.shape[2] + t + bo, x.shape[3] + l + r))
+    xp[:, :, t:t + x.shape[2], l:l + x.shape[3]] = x
+    n, c, hp, wp = xp.shape
+    o, _, kh, kw = w.shape
+    ho, wo = (hp - kh) // stride + 1, (wp - kw) // stride + 1
+    y = np.zeros((n, o, ho, wo))
+    for a in range(n):
+        for q in range(o):
+            for i in range(ho):
+                for j in range(wo):
+                    y[a, q, i, j] = np.sum(xp[a, :, i * stride:i * stride + kh, j * stride:j * stride + kw] * w[q]) + b[q]
+    return y
+
+
+def loop_deconv(x, w, stride, crop):
+    """Scatter definition: every input pixel adds w[c, o] into the full output at (i*s, j*s)."""
+    n, ci, h, wd = x.shape
+    _, co, kh, kw = w.shape
+    full = np.zeros((n, co, (h - 1) * stride + kh, (wd - 1) * stride + kw))
+    for a in range(n):
+        for c in range(ci):
+            for i in range(h):
+                for j in range(wd):
+                    full[a, :, i * stride:i * stride + kh, j * stride:j * stride + kw] += x[a, c, i, j] * w[c]
+    t, b, l, r = crop
+    return full[:, :, t:full.shape[2] - b, l:full.shape[3] - r]
+
+
+@pytest.mark.parametrize("stride,pad", [(1, (2, 2, 2, 2)), (1, (0, 0, 0, 0)), (2, (2, 2, 2, 2)), (2, (1, 2, 1, 2))])
+def test_conv_matches_loop(stride, pad):
+    rs = np.random.RandomState(1)
+    x, w, b = rs.randn(2, 3, 9, 9), rs.randn(4, 3, 5, 5), rs.randn(4)
+    y, _ = R.conv2d(x, w, b, stride, pad)
+    assert rel(y, loop_conv(x, w, b, stride, pad)) < 1e-12
+
+
+@pytest.mark.parametrize("stride,crop,h,expect", [(2, (2, 1, 2, 1), 7, 14), (2, (2, 1, 2, 1), 14, 28), (1, (2, 2, 2, 2), 7, 7)])
+def test_deconv_matches_loop(stride, crop, h, expect):
+    rs = np.random.RandomState(2)
+    x, w = rs.randn(2, 3, h, h), rs.randn(3, 2, 5, 5)
+    y, _ = R.conv_transpose2d(x, w, stride, crop)
+    assert y.shape == (2, 2, expect, expect)
+    assert rel(y, loop_deconv(x, w, stride, crop)) < 1e-12
+
+
+def test_stride1_deconv_is_flipped_conv():
+    rs = np.random.RandomState(3)
+    x, w = rs.randn(2, 3, 7, 7), rs.randn(3, 4, 5, 5)
+    y, _ = R.conv_transpose2d(x, w, 1, 2)
+    wc = w[:, :, ::-1, ::-1].transpose(1, 0, 2, 3)
+    assert rel(y, loop_conv(x, wc, np.zeros(4), 1, (2, 2, 2, 2))) < 1e-12
+
+
+def test_deconv_is_adjoint_of_conv():
+    """<conv(x), y> == <x, deconv(y)> for the spec's stride-2 pair (pad 2 / crop 2,1)."""
+    rs = np.random.RandomState(4)
+    x, w = rs.randn(2, 3, 14, 14), rs.randn(4, 3, 5, 5)
+    y = rs.randn(2, 4, 7, 7)
+    cx, _ = R.conv2d(x, w, None, 2, 2)
+    # the conv's adjoint: full transposed output cropped 2 at the start, 1 at the end (14 = 17 - 3)
+    dy, _ = R.conv_transpose2d(y, w, 2, (2, 1, 2, 1))
+    assert abs(np.sum(cx * y) - np.sum(x * dy)) < 1e-9 * abs(np.sum(cx * y))
+
+
+def test_wrong_crop_differs():
+    rs = np.random.RandomState(5)
+    x, w = rs.randn(2, 3, 7, 7), rs.randn(3, 2, 5, 5)
+    right, _ = R.conv_transpose2d(x, w, 2, (2, 1, 2, 1))
+    wrong, _ = R.conv_transpose2d(x, w, 2, (1, 2, 1, 2))
+    assert rel(wrong, right) > 0.1
+
+
+# ------------------------------------------------------------------ LSTM by hand
+def hand_lstm(p, x):
+    """Gates written out one by one: i, f, c (g), o blocks of 32 rows."""
+    h = 32
+    wi, wf, wc, wo = (p["lstm.weight_ih"][k * h:(k + 1) * h] for k in range(4))
+    ui, uf, uc, uo = (p["lstm.weight_hh"][k * h:(k + 1) * h] for k in range(4))
+    b = p["lstm.bias"]
+    bi, bf, bc, bo = (b[k * h:(k + 1) * h] for k in range(4))
+    sig = lambda v: 1.0 / (1.0 + np.exp(-v))
+    out = []
+    for seq in x:
+        hs, cs = np.zeros(h), np.zeros(h)
+        for xt in seq:
+            i = sig(wi @ xt + ui @ hs + bi)
+            f = sig(wf @ xt + uf @ hs + bf)
+            g = np.tanh(wc @ xt + uc @ hs + bc)
+            o = sig(wo @ xt + uo @ hs + bo)
+            cs = f * cs + i * g
+            hs = o * np.tanh(cs)
+        out.append(p["fc.weight"] @ hs + p["fc.bias"])
+    return np.array(out)
+
+
+def lstm_weights(seed=0, bias_scale=0.3):
+    p = R.as64(init_weights("lstm", seed))
+    p["lstm.bias"] = np.random.RandomState(seed + 9).randn(128) * bias_scale
+    return p
+
+
+def test_lstm_matches_hand_unrolled():
+    p = lstm_weights()
+    x = np.random.RandomState(6).randn(3, 5, 1)
+    pred, _ = R.lstm_forward(p, x)
+    assert rel(pred, hand_lstm(p, x)) < 1e-12
+
+
+def test_lstm_two_biases_same_function():
+    p = lstm_weights()
+    x = np.random.RandomState(7).randn(3, 5, 1)
+    p2 = R.lstm_params(p, 2)
+    assert set(p2) == {"lstm.weight_ih", "lstm.weight_hh", "lstm.bias_ih", "lstm.bias_hh", "fc.weight", "fc.bias"}
+    assert rel(R.lstm_forward(p2, x)[0], R.lstm_forward(p, x)[0]) < 1e-14
+
+
+def swap_gates(p, a=1, b=2):
+    """Weights a framework with gate order i, c, f, o would use if given canonical weights as is."""
+    q = dict(p)
+    for k in ("lstm.weight_ih", "lstm.weight_hh", "lstm.bias"):
+        blocks = np.split(p[k], 4)
+        blocks[a], blocks[b] = blocks[b], blocks[a]
+        q[k] = np.concatenate(blocks)
+    return q
+
+
+def test_swapped_gates_differ():
+    p = lstm_weights()
+    x = np.random.RandomState(8).randn(4, 10, 1)
+    assert rel(R.lstm_forward(swap_gates(p), x)[0], R.lstm_forward(p, x)[0]) > 1e-2
+
+
+# ----------------------------------------------------------- finite differences
+def fd_check(f, params, grads, names=None, eps=1e-6, seed=0):
+    """Directional derivative along a random direction per tensor, central differences."""
+    rs = np.random.RandomState(seed)
+    worst = 0.0
+    for k in names or grads:
+        d = rs.randn(*np.shape(params[k]))
+        plus, minus = dict(params), dict(params)
+        plus[k], minus[k] = params[k] + eps * d, params[k] - eps * d
+        num = (f(plus) - f(minus)) / (2 * eps)
+        ana = float(np.sum(grads[k] * d))
+        err = abs(num - ana) / max(abs(num), abs(ana), 1e-8)
+        worst = max(worst, err)
+        assert err < 1e-5, (k, num, ana)
+    return worst
+
+
+def test_layer_gradients_fd():
+    rs = np.random.RandomState(10)
+    x, w, b = rs.randn(2, 3, 8, 8), rs.randn(4, 3, 5, 5), rs.randn(4)
+    proj = rs.randn(2, 4, 4, 4)
+
+    def conv_loss(p):
+        return float(np.sum(R.conv2d(p["x"], p["w"], p["b"], 2, 2)[0] * proj))
+    y, cache = R.conv2d(x, w, b, 2, 2)
+    dx, dw, db = R.conv2d_backward(proj, cache)
+    fd_check(conv_loss, {"x": x, "w": w, "b": b}, {"x": dx, "w": dw, "b": db})
+
+    xd, wd = rs.randn(2, 3, 4, 4), rs.randn(3, 2, 5, 5)
+    proj2 = rs.randn(2, 2, 8, 8)
+
+    def deconv_loss(p):
+        return float(np.sum(R.conv_transpose2d(p["x"], p["w"], 2, (2, 1, 2, 1))[0] * proj2))
+    _, cache = R.conv_transpose2d(xd, wd, 2, (2, 1, 2, 1))
+    dx, dw = R.conv_transpose2d_backward(proj2, cache)
+    fd_check(deconv_loss, {"x": xd, "w": wd}, {"x": dx, "w": dw})
+
+    xb, gam, bet = rs.randn(3, 4, 3, 3) * 2 + 1, rs.rand(4) + 0.5, rs.randn(4)
+    proj3 = rs.randn(3, 4, 3, 3)
+
+    def bn_loss(p):
+        return float(np.sum(R.batchnorm_train(p["x"], p["g"], p["b"])[0] * proj3))
+    _, cache, _ = R.batchnorm_train(xb, gam, bet)
+    dx, dg, dbt = R.batchnorm_backward(proj3, cache)
+    fd_check(bn_loss, {"x": xb, "g": gam, "b": bet}, {"x": dx, "g": dg, "b": dbt})
+
+    xm = rs.randn(2, 3, 6, 6)
+    proj4 = rs.randn(2, 3, 3, 3)
+    _, cache = R.maxpool2(xm)
+    fd_check(lambda p: float(np.sum(R.maxpool2(p["x"])[0] * proj4)), {"x": xm}, {"x": R.maxpool2_backward(proj4, cache)})
+
+
+def test_lenet_gradients_fd():
+    p = R.as64(init_weights("lenet", 0))
+    rs = np.random.RandomState(11)
+    for k in p:
+        if k.endswith("bias"):
+            p[k] = rs.randn(*p[k].shape) * 0.05  # nonzero biases exercise their gradients
+    x, y = rs.uniform(-1, 1, (3, 1, 28, 28)), np.array([1, 7, 3])
+    loss, g = R.lenet_loss(p, x, y)
+    fd_check(lambda q: R.lenet_loss(q, x, y)[0], p, g)
+
+
+def test_dcgan_gradients_fd():
+    gp = R.as64(init_weights("generator", 0))
+    dp = R.as64(init_weights("discriminator", 0))
+    rs = np.random.RandomState(12)
+    for k in ("bn0.bias", "bn1.bias", "bn2.bias"):
+        gp[k] = rs.randn(*gp[k].shape) * 0.1
+    for k in ("bn0.weight", "bn1.weight", "bn2.weight"):
+        gp[k] = 1 + rs.randn(*gp[k].shape) * 0.1
+    dp["conv1.bias"], dp["conv2.bias"] = rs.randn(64) * 0.1, rs.randn(128) * 0.1
+    z, x = rs.randn(3, 100), rs.uniform(-1, 1, (3, 1, 28, 28))
+
+    def g_loss(q):  # the generator's loss through D, batch statistics
+        fake = R.generator_forward(q, z)[0]
+        return R.bce_with_logits(R.discriminator_forward(dp, fake)[0], 1.0)[0]
+    fake, gcache, _ = R.generator_forward(gp, z)
+    logits, dcache = R.discriminator_forward(dp, fake)
+    _, dl = R.bce_with_logits(logits, 1.0)
+    _, dfake = R.discriminator_backward(dp, dcache, dl)
+    gg = R.generator_backward(gp, gcache, dfake)
+    # LeakyReLU kinks: thousands of activations, so keep the step small enough not to cross one
+    fd_check(g_loss, {k: v for k, v in gp.items() if "running" not in k}, gg, eps=1e-7)
+
+    def d_loss(q):
+        return R.bce_with_logits(R.discriminator_forward(q, x)[0], 0.0)[0]
+    logits, dcache = R.discriminator_forward(dp, x)
+    _, dl = R.bce_with_logits(logits, 0.0)
+    gd, _ = R.discriminator_backward(dp, dcache, dl)
+    fd_check(d_loss, dp, gd, eps=1e-7)
+
+
+def test_lstm_gradients_fd():
+    p = lstm_weights()
+    rs = np.random.RandomState(13)
+    x, y = rs.randn(4, 6, 1), rs.randn(4, 1)
+    loss, g = R.lstm_loss(p, x, y)
+    fd_check(lambda q: R.lstm_loss(q, x, y)[0], p, g)
+    p2 = R.lstm_params(p, 2)
+    _, g2 = R.lstm_loss(p2, x, y)
+    fd_check(lambda q: R.lstm_loss(q, x, y)[0], p2, g2)
+
+
+def test_losses_gradients_fd():
+    rs = np.random.RandomState(14)
+    lg, lab = rs.randn(5, 10), rs.randint(0, 10, 5)
+    fd_check(lambda q: R.softmax_cross_entropy(q["l"], lab)[0], {"l": lg}, {"l": R.softmax_cross_entropy(lg, lab)[1]})
+    l1 = rs.randn(5, 1) * 3
+    fd_check(lambda q: R.bce_with_logits(q["l"], 1.0)[0], {"l": l1}, {"l": R.bce_with_logits(l1, 1.0)[1]})
+    t = rs.randn(5, 1)
+    fd_check(lambda q: R.mse(q["l"], t)[0], {"l": l1}, {"l": R.mse(l1, t)[1]})
+
+
+# ------------------------------------------------------------------------ Adam
+def test_adam_against_formula():
+    rs = np.random.RandomState(15)
+    p, g1, g2 = {"w": rs.randn(50)}, {"w": rs.randn(50)}, {"w": rs.randn(50)}
+    st = {}
+    p1 = R.adam_step(p, g1, st, 0.01)
+    # step 1: bias-corrected m/sqrt(v) is g/|g|
+    assert rel(p1["w"], p["w"] - 0.01 * g1["w"] / (np.abs(g1["w"]) + 1e-8)) < 1e-14
+    p2 = R.adam_step(p1, g2, st, 0.01)
+    m = 0.9 * 0.1 * g1["w"] + 0.1 * g2["w"]
+    v = 0.999 * 0.001 * g1["w"] ** 2 + 0.001 * g2["w"] ** 2
+    expect = p1["w"] - 0.01 * (m / (1 - 0.81)) / (np.sqrt(v / (1 - 0.999 ** 2)) + 1e-8)
+    assert rel(p2["w"], expect) < 1e-13
+
+
+def test_dcgan_step_sequence():
+    """d_loss on the initial D, g_loss on the updated D, G moved against its gradient
+    through the updated D; running statistics updated once."""
+    gp, dp = R.as64(init_weights("generator", 1)), R.as64(init_weights("discriminator", 1))
+    rs = np.random.RandomState(16)
+    z, x = rs.randn(4, 100), rs.uniform(-1, 1, (4, 1, 28, 28))
+    r = R.dcgan_step(gp, dp, x, z, 1e-4)
+    fake, gcache, run = R.generator_forward(gp, z)
+    d_loss = (R.bce_with_logits(R.discriminator_forward(dp, x)[0], 1.0)[0]
+              + R.bce_with_logits(R.discriminator_forward(dp, fake)[0], 0.0)[0])
+    assert abs(r["losses"]["d_loss"] - d_loss) < 1e-12
+    d1 = r["discriminator"]
+    g_logits, dc = R.discriminator_forward(d1, fake)
+    g_loss, dl = R.bce_with_logits(g_logits, 1.0)
+    assert abs(r["losses"]["g_loss"] - g_loss) < 1e-12
+    old_g_loss = R.bce_with_logits(R.discriminator_forward(dp, fake)[0], 1.0)[0]
+    assert abs(old_g_loss - g_loss) > 1e-6  # the step really used the updated D
+    gg = R.generator_backward(gp, gcache, R.discriminator_backward(d1, dc, dl)[1])
+    for k, g in gg.items():
+        big = np.abs(g) > 1e-6
+        assert np.all(np.sign(gp[k] - r["generator"][k])[big] == np.sign(g)[big]), k
+    h0 = (z @ gp["fc.weight"].T).reshape(len(z), 256, 7, 7)  # bn0's input, channel-major
+    assert np.allclose(r["generator"]["bn0.running_mean"], 0.1 * h0.mean(axis=(0, 2, 3)))
+    assert np.allclose(r["generator"]["bn0.running_var"], 0.9 + 0.1 * h0.transpose(1, 0, 2, 3).reshape(256, -1).var(axis=1, ddof=1))
+    assert np.allclose(run["bn0.running_var"], r["generator"]["bn0.running_var"])
+
+
+def test_generator_shapes_and_eval_mode():
+    gp = R.as64(init_weights("generator", 0))
+    z = np.random.RandomState(17).randn(3, 100)
+    img, _, run = R.generator_forward(gp, z)
+    assert img.shape == (3, 1, 28, 28) and np.all(np.abs(img) <= 1)
+    assert set(run) == {f"bn{i}.running_{s}" for i in range(3) for s in ("mean", "var")}
+    ev = R.generator_forward(gp, z, train=False)[0]  # running stats 0/1: BN is ~identity
+    assert ev.shape == (3, 1, 28, 28) and rel(ev, img) > 1e-3
+
+
+# ------------------------------------------------------------------------ check API
+def reference_outputs(workload, seed=0, biases=1):
+    """What a perfect float32 framework would report."""
+    chk = check.Checker(Rec(), workload, seed, lstm_biases=biases)
+    fwd = chk._ref_forward()
+    losses, new, _ = chk._ref_step()
+    f32 = lambda d: {k: np.asarray(v, np.float32) for k, v in d.items()}
+    return f32(fwd), {k: float(np.float32(v)) for k, v in losses.items()}, f32(new)
+
+
+def test_probe_deterministic():
+    for wl, keys in (("lenet", {"x": ((16, 1, 28, 28), np.float32), "y": ((16,), np.int64)}),
+                     ("dcgan", {"x": ((16, 1, 28, 28), np.float32), "z": ((16, 100), np.float32)}),
+                     ("lstm", {"x": ((16, 20, 1), np.float32), "y": ((16, 1), np.float32)})):
+        a, b, c = check.probe(wl, 0), check.probe(wl, 0), check.probe(wl, 1)
+        assert set(a) == set(keys)
+        for k, (shape, dt) in keys.items():
+            assert a[k].shape == shape and a[k].dtype == dt
+            assert np.array_equal(a[k], b[k])
+        assert not np.array_equal(a["x"], c["x"])
+
+
+@pytest.mark.parametrize("workload,biases", [("lenet", 1), ("dcgan", 1), ("lstm", 1), ("lstm", 2)])
+def test_checker_accepts_float32_reference(workload, biases):
+    fwd, losses, new = reference_outputs(workload, biases=biases)
+    rec = Rec()
+    chk = check.Checker(rec, workload, 0, lstm_biases=biases)
+    chk.forward(**fwd)
+    chk.step(losses=losses, weights=new)
+    res = chk.finish()
+    assert rec.result["check"] is res
+    assert res["ok"] is True and res["forward_ok"] is True and res["step_ok"] is True, res
+    assert res["max_forward_err"] < 1e-6 and res["max_step_err"] < 1e-6
+    assert res["missing"] == [] and res["problems"] == []
+    assert res["seconds"] >= res["reference_s"] > 0
+
+
+def test_checker_missing_and_malformed_never_raise():
+    fwd, losses, new = reference_outputs("dcgan")
+    rec = Rec()
+    chk = check.Checker(rec, "dcgan", 0)
+    chk.forward(fake=fwd["fake"])  # no d_logits
+    res = chk.finish()
+    assert res["forward"]["d_logits"] is None and res["forward_ok"] is None and res["ok"] is None
+    assert "forward d_logits" in res["missing"]
+
+    chk = check.Checker(Rec(), "dcgan", 0)
+    # a cropped image is refused; (16,) for (16, 1) is accepted (size-1 axes are squeezed, so
+    # one-channel NHWC (16, 28, 28, 1) is accepted too: it is the same data as NCHW)
+    chk.forward(fake=fwd["fake"][:, :, :14], d_logits=fwd["d_logits"][:, 0])
+    chk.step(losses={"d_loss": "garbage", "g_loss": float("nan")}, weights={"generator.fc.weight": None, "foo": 1})
+    res = chk.finish()
+    assert res["forward"]["fake"] == math.inf and res["forward"]["d_logits"] < 1e-6
+    assert res["forward_ok"] is False and res["step_ok"] is False and res["ok"] is False
+    assert any("shape" in p for p in res["problems"]) and "weight foo" in res["ignored"]
+
+    res = check.Checker(Rec(), "nonsense", 0).finish()  # unknown workload: recorded, no exception
+    assert res["ok"] is False and res["problems"]
+
+
+def test_wrong_deconv_crop_fails(monkeypatch):
+    """TensorFlow-'same'-style crop (1 at the start, 2 at the end) on the stride-2 deconvs."""
+    p = check.probe("dcgan", 0)
+    gp = R.as64(init_weights("generator", 0))
+    monkeypatch.setattr(R, "STRIDE2_DECONV_CROP", (1, 2, 1, 2))
+    wrong = R.generator_forward(gp, p["z"].astype(np.float64))[0].astype(np.float32)
+    monkeypatch.undo()
+    fwd, _, _ = reference_outputs("dcgan")
+    chk = check.Checker(Rec(), "dcgan", 0)
+    chk.forward(fake=wrong, d_logits=fwd["d_logits"])
+    res = chk.finish()
+    assert res["forward"]["fake"] > 100 * check.TOLERANCES["forward"] and res["ok"] is False
+
+
+def test_wrong_conv_padding_fails(monkeypatch):
+    """TensorFlow-'same'-style stride-2 conv padding (1 before, 2 after)."""
+    p = check.probe("dcgan", 0)
+    dp = R.as64(init_weights("discriminator", 0))
+    monkeypatch.setattr(R, "STRIDE2_CONV_PAD", (1, 2, 1, 2))
+    wrong = R.discriminator_forward(dp, p["x"].astype(np.float64))[0].astype(np.float32)
+    monkeypatch.undo()
+    chk = check.Checker(Rec(), "dcgan", 0)
+    chk.forward(d_logits=wrong)
+    assert chk.finish()["forward"]["d_logits"] > 100 * check.TOLERANCES["forward"]
+
+
+def test_swapped_lstm_gates_fail():
+    p = check.probe("lstm", 0)
+    w = R.as64(init_weights("lstm", 0))
+    wrong = R.lstm_forward(swap_gates(w), p["x"].astype(np.float64))[0]
+    chk = check.Checker(Rec(), "lstm", 0)
+    chk.forward(pred=wrong)
+    res = chk.finish()
+    assert res["forward"]["pred"] > 100 * check.TOLERANCES["forward"] and res["forward_ok"] is False
+
+
+def test_wrong_optimizer_fails():
+    """Adam without bias correction, a wrong lr, or a one-bias update for a two-bias LSTM."""
+    p = check.probe("lenet", 0)
+    w = R.as64(init_weights("lenet", 0))
+    loss, g = R.lenet_loss(w, p["x"].astype(np.float64), p["y"])
+    no_bc = {k: w[k] - 1e-3 * (0.1 * g[k]) / (np.sqrt(0.001 * g[k] ** 2) + 1e-8) for k in w}
+    chk = check.Checker(Rec(), "lenet", 0)
+    chk.step(losses={"loss": loss}, weights=no_bc)
+    res = chk.finish()
+    assert res["step_ok"] is False and res["max_step_err"] > 10 * check.TOLERANCES["step"]
+
+    _, _, new = reference_outputs("lenet")
+    chk = check.Checker(Rec(), "lenet", 0, lr=1e-2)
+    chk.step(losses={"loss": loss}, weights=new)
+    assert chk.finish()["step_ok"] is False
+
+    # a two-bias framework checked as if it had one bias: its summed bias moved twice as far
+    _, losses2, new2 = reference_outputs("lstm", biases=2)
+    one = {k: v for k, v in new2.items() if "bias_" not in k}
+    one["lstm.bias"] = new2["lstm.bias_ih"] + new2["lstm.bias_hh"]
+    chk = check.Checker(Rec(), "lstm", 0, lstm_biases=1)
+    chk.step(losses=losses2, weights=one)
+    res = chk.finish()
+    assert res["step"]["lstm.bias"] > 0.5 and res["step_ok"] is False
+
+
+def test_wrong_dcgan_step_order_fails():
+    """G step with the old discriminator (D not updated first): g_loss differs."""
+    p = check.probe("dcgan", 0)
+    gp, dp = R.as64(init_weights("generator", 0)), R.as64(init_weights("discriminator", 0))
+    fake = R.generator_forward(gp, p["z"].astype(np.float64))[0]
+    old_g_loss = R.bce_with_logits(R.discriminator_forward(dp, fake)[0], 1.0)[0]
+    _, losses, new = reference_outputs("dcgan")
+    chk = check.Checker(Rec(), "dcgan", 0)
+    chk.step(losses={"d_loss": losses["d_loss"], "g_loss": old_g_loss}, weights=new)
+    res = chk.finish()
+    assert res["losses"]["g_loss"] > 3 * check.TOLERANCES["losses"] and res["step_ok"] is False
