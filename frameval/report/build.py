@@ -3,7 +3,9 @@ images in `assets/`) and a self-contained `<name>.html`."""
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import os
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -14,7 +16,7 @@ from . import fmt
 from .i18n import TEMPLATES, Strings
 from .model import (_host, audit_table, check_table, code_size_table, error_entries, fastest_by_device, final,
                     load_sources, make_rows, workload_table)
-from .render import render_html, render_markdown, notes_html
+from .render import notes_html, notes_markdown, render_html, render_markdown
 from .spec import FRAMEWORK_PACKAGES, WORKLOADS, framework_name, order_key
 
 REPO = Path(__file__).resolve().parents[2]
@@ -299,6 +301,22 @@ def summary_charts(rows, wls, S, charts):
     return assets
 
 
+def collect_command(sources, out_dir, lang, name, title, author, notes_file, repo) -> str:
+    """The papermill line that reruns only the collector on the same folders."""
+    def rel(p):
+        p = Path(p).resolve()
+        return str(p.relative_to(repo)) if p.is_relative_to(repo) else str(p)
+    params = {"sources": [rel(s) for s in sources], "out_dir": rel(out_dir), "lang": lang, "name": name}
+    if title:
+        params["title"] = title
+    if author:
+        params["author"] = author
+    if notes_file:
+        params["notes_file"] = rel(notes_file)
+    return (f"papermill notebooks/collect.ipynb {shlex.quote(rel(Path(out_dir) / (name + '-collect.ipynb')))} "
+            f"-y {shlex.quote(json.dumps(params, ensure_ascii=False))}")
+
+
 # ------------------------------------------------------------------ build
 def build(sources, out_dir, lang="en", title="", author="", notes_file="", name="report", command="",
           templates=None, repo=None, now=None) -> dict:
@@ -395,7 +413,8 @@ def build(sources, out_dir, lang="en", title="", author="", notes_file="", name=
             notes_md = Path(notes_file).read_text(encoding="utf-8")
         except OSError as e:
             warnings.append(S("warn_notes", file=str(notes_file), error=str(e)))
-    reproduce_cmd = command or plan.get("command") or ""
+    collect_cmd = collect_command(sources, out_dir, lang, name, title, author, notes_file, repo)
+    reproduce_cmd = command or plan.get("command") or collect_cmd
     specs = []
     for fw in frameworks:
         es = envs.get(fw) or []
@@ -413,14 +432,14 @@ def build(sources, out_dir, lang="en", title="", author="", notes_file="", name=
     ctx = {
         "lang": lang, "s": S.raw, "S": S, "title": the_title, "author": author, "meta": meta,
         "profile_notes": profile_notes, "warnings": warnings, "findings": found,
-        "notes_md": notes_md, "notes_html": notes_html(notes_md) if notes_md else "",
+        "notes_md": notes_markdown(notes_md), "notes_html": notes_html(notes_md) if notes_md else "",
         "summary_assets": assets, "env": env, "sections": sections, "audits": audits,
         "check": {"table": check, "failed": check_failed, "any": any_check},
         "code": code, "errors": errors, "other_rows": other,
         "reproduce": {"command": reproduce_cmd, "command_fence": fmt.fence(reproduce_cmd or fmt.NA, "bash"),
                       "plan_command": plan.get("command") if plan.get("command") and plan.get("command") != reproduce_cmd else "",
                       "plan_fence": fmt.fence(plan.get("command") or "", "bash"),
-                      "collect": f"papermill notebooks/collect.ipynb out.ipynb -p lang {lang} -p out_dir {os.path.relpath(out_dir, repo) if out_dir.is_relative_to(repo) else out_dir}",
+                      "collect": collect_cmd,
                       "specs": specs},
         "multi_host": multi_host, "hosts": hosts, "name": name, "generated": now.isoformat(timespec="seconds"),
     }

@@ -395,6 +395,8 @@ def audit_table(workload, rows, S):
             line.append(cell("—", None, "", S("eager")))
         elif w["compiled"] is True:
             line.append(cell("✓ " + S("yes"), True, "ok", w["r"].get("compile_note") or ""))
+        elif w["compiled"] is False and not w["ok"]:
+            line.append(cell(S("no") + f" ({S('status_failed')})", False, "na", w["r"].get("compile_note") or ""))
         elif w["compiled"] is False:
             bad = True
             line.append(cell("✗ " + S("no"), False, "flag", w["r"].get("compile_note") or ""))

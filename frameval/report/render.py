@@ -103,6 +103,15 @@ def render_markdown(ctx: dict, templates: Path) -> str:
 
 
 # ------------------------------------------------------------------ the author's notes
+_ACTIVE = re.compile(r"<(/?)(script|iframe|object|embed|style|link|meta|base|form)\b", re.I)
+
+
+def notes_markdown(text: str) -> Markup:
+    """The author's Markdown for the .md report, as it is, except that tags which
+    would run or load something (script, iframe, ...) are escaped."""
+    return Markup(_ACTIVE.sub(lambda m: f"&lt;{m.group(1)}{m.group(2)}", text or ""))
+
+
 def notes_html(text: str) -> Markup:
     """The author's Markdown as HTML: raw HTML in it is escaped, links with
     unsafe schemes dropped, and images that point outside the file become links

@@ -1,0 +1,39 @@
+"""Shared fixtures. The suite runs inside the runner environment
+(`python3 run_all.py test`), which builds it first."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+# Tiny sizes for the real-notebook runs: enough for two epochs (a warm-up and
+# a steady one) and a LeNet accuracy above chance, small enough for CI.
+TINY = ["-p", "epochs=2", "-p", "lenet.max_train_samples=512", "-p", "dcgan.batch_size=16",
+        "-p", "dcgan.max_train_samples=32", "-p", "lstm.max_train_samples=256"]
+
+
+def run_all(*args, timeout=None, check=False):
+    p = subprocess.run([sys.executable, str(REPO / "run_all.py"), *args], capture_output=True, text=True,
+                       timeout=timeout, cwd=REPO)
+    if check and p.returncode != 0:
+        raise AssertionError(f"run_all.py {' '.join(args)} exited {p.returncode}\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
+    return p
+
+
+@pytest.fixture(scope="session")
+def matrix(tmp_path_factory):
+    """The real pipeline, once: every framework x workload x both modes on tiny
+    sizes, in the real framework environments, then the collector."""
+    out = tmp_path_factory.mktemp("matrix")
+    p = run_all("--mode", "both", "--out", str(out), *TINY, "--timeout", "900")
+    (out / "runner-stdout.txt").write_text(p.stdout + "\n---- stderr ----\n" + p.stderr)
+    results = {}
+    for f in sorted((out / "runs").glob("*/*/result.json")):
+        r = json.loads(f.read_text())
+        results[(r["framework"], r["workload"], r["mode"])] = r
+    return {"out": out, "proc": p, "results": results}

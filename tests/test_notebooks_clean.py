@@ -1,0 +1,33 @@
+"""Every framework notebook: committed without outputs, the same cell order and
+tags, the shared parameter names, and a kernelspec the runner registers."""
+from pathlib import Path
+
+import pytest
+
+from frameval import notebook as nbfile
+from frameval.nb.params import WORKLOAD_PARAMS
+from conftest import REPO
+
+FRAMEWORKS = ("torch", "tensorflow", "paddle", "mindspore", "megengine", "mxnet")
+NOTEBOOKS = [(fw, wl) for fw in FRAMEWORKS for wl in ("lenet", "dcgan", "lstm")]
+
+
+def test_all_notebooks_exist():
+    missing = [f"{fw}/{wl}" for fw, wl in NOTEBOOKS if not (REPO / "notebooks" / fw / f"{wl}.ipynb").exists()]
+    assert not missing
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "notebooks").rglob("*.ipynb")), ids=lambda p: str(p.relative_to(REPO)))
+def test_committed_without_outputs(path):
+    assert not nbfile.has_outputs(nbfile.read(path)), f"{path} has outputs: strip them"
+
+
+@pytest.mark.parametrize("fw, wl", NOTEBOOKS)
+def test_cell_contract(fw, wl):
+    nb = nbfile.read(REPO / "notebooks" / fw / f"{wl}.ipynb")
+    assert nb["cells"][0]["cell_type"] == "markdown"
+    order = [t for c in nbfile.code_cells(nb) for t in nbfile.tags(c) if t in nbfile.CELL_TAGS]
+    assert order == list(nbfile.CELL_TAGS), order
+    assert set(nbfile.parameters(nb)) == set(WORKLOAD_PARAMS[wl])
+    assert nb["metadata"]["kernelspec"]["name"] == f"frameval-{fw}"
+    assert nbfile.count_code_lines(nb) > 10

@@ -1,0 +1,87 @@
+"""The real notebooks in the real framework kernels, through the whole pipeline
+(papermill -> result.json -> collector), on tiny sizes: the numbers they
+produce are checked against the spec."""
+import json
+import math
+
+import pytest
+
+from frameval.workloads import SPEC_PARAM_COUNTS, LSTM_TWO_BIAS_COUNT
+
+FRAMEWORKS = ("torch", "tensorflow", "paddle", "mindspore", "megengine", "mxnet")
+CASES = [(fw, wl, m) for fw in FRAMEWORKS for wl in ("lenet", "dcgan", "lstm") for m in ("graph", "eager")]
+LOSS_KEYS = {"lenet": ("train_loss", "test_loss"), "dcgan": ("gen_loss", "disc_loss"), "lstm": ("train_mse", "val_mse")}
+
+
+def result(matrix, fw, wl, mode):
+    r = matrix["results"].get((fw, wl, mode))
+    assert r is not None, f"no result for {fw}/{wl}-{mode}\n{matrix['proc'].stdout[-3000:]}"
+    assert r["status"] == "ok", f"{fw}/{wl}-{mode} failed: {r.get('error')}"
+    return r
+
+
+@pytest.mark.parametrize("fw, wl, mode", CASES)
+def test_run_matches_spec(matrix, fw, wl, mode):
+    r = result(matrix, fw, wl, mode)
+    counts = r["param_counts"]
+    if wl == "lstm":
+        assert counts["lstm"] in (SPEC_PARAM_COUNTS["lstm"]["lstm"], LSTM_TWO_BIAS_COUNT)
+        if counts["lstm"] == LSTM_TWO_BIAS_COUNT:
+            assert r.get("param_count_note"), "a two-bias LSTM must say why its count differs"
+    else:
+        assert counts == SPEC_PARAM_COUNTS[wl]
+    assert len(r["epochs"]) == 2
+    for e in r["epochs"]:
+        for k in LOSS_KEYS[wl]:
+            assert isinstance(e[k], float) and math.isfinite(e[k]), (k, e[k])
+        assert e["seconds"] > 0
+    assert r["first_epoch_s"] == r["epochs"][0]["seconds"]
+    assert r["steady_epoch_s"] == r["epochs"][1]["seconds"]
+    assert r["samples_per_s"] > 0 and r["peak_rss_mb"] > r["rss_after_import_mb"] > 0
+    assert r["peak_device_mb"] is None  # CPU: not available, never 0
+    assert r["threads"] >= 1 and r["framework_version"]
+    assert r["mode"] == mode and isinstance(r["compiled"], bool)
+    if mode == "eager":
+        assert r["compiled"] is False
+    assert r["data"]["sha256"] and r["data"]["source"]
+    if wl == "lenet":
+        assert r["epochs"][0]["test_acc"] > 0.1, "first-epoch accuracy not above chance"
+    if wl == "dcgan":
+        assert len(r["grids"]) == 2
+        run_dir = matrix["out"] / "runs" / fw / f"{wl}-{mode}"
+        assert all((run_dir / g).stat().st_size > 100 for g in r["grids"])
+    if wl == "lstm":
+        for k in ("val_r2", "val_rmse", "predict_ms", "model_bytes", "load_ms"):
+            assert isinstance(r[k], (int, float)) and math.isfinite(r[k]), k
+        assert r["model_bytes"] > 0 and len(r["series"]["val_pred"]) == len(r["series"]["val_true"])
+
+
+def test_pipeline_exit_and_report(matrix):
+    out, p = matrix["out"], matrix["proc"]
+    failed = [k for k, r in matrix["results"].items() if r["status"] != "ok"]
+    assert p.returncode == (1 if failed else 0), p.stdout[-2000:] + p.stderr[-2000:]
+    assert len(matrix["results"]) == len(CASES)
+    assert (out / "report.md").exists() and (out / "report.html").exists()
+    html = (out / "report.html").read_text()
+    import re
+    assert not re.search(r'src="https?://|<link[^>]+href="https?://|@import', html), "report.html is not self-contained"
+
+
+def test_report_figures_equal_results(matrix):
+    from frameval.report import fmt
+    md = (matrix["out"] / "report.md").read_text()
+    for (fw, wl, mode), r in matrix["results"].items():
+        if r["status"] == "ok":
+            assert fmt.seconds(r["steady_epoch_s"]) in md, (fw, wl, mode)
+            assert fmt.integer(sum(r["param_counts"].values())) in md or fmt.integer(list(r["param_counts"].values())[0]) in md
+
+
+def test_dcgan_gif_and_grids_in_html(matrix):
+    html = (matrix["out"] / "report.html").read_text()
+    assert "data:image/gif;base64," in html and "data:image/png;base64," in html
+
+
+def test_unchanged_rerun_executes_nothing(matrix):
+    from conftest import run_all, TINY
+    p = run_all("--mode", "both", "--out", str(matrix["out"]), *TINY, "--frameworks", "torch")
+    assert "running" not in p.stdout and p.stdout.count("reused") == 6, p.stdout
