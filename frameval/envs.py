@@ -149,10 +149,6 @@ def find_python(version: str) -> Path | None:
     return None
 
 
-def _in_venv() -> bool:
-    return sys.prefix != getattr(sys, "base_prefix", sys.prefix)
-
-
 class VenvBackend(Backend):
     NAME = "venv"
 
@@ -280,13 +276,19 @@ def kernel_env() -> dict:
     that a notebook opened by hand behaves as under papermill."""
     return {
         "PYTHONPATH": str(REPO),  # the light frameval.nb module, from this clone
-        "TF_CPP_MIN_LOG_LEVEL": "3",
-        "GLOG_v": "4",  # MindSpore's glog
-        "GLOG_minloglevel": "3",
-        "MGE_DEFAULT_DEVICE": "cpu0",
         "PYTHONWARNINGS": "ignore::DeprecationWarning",
         "IPYTHONDIR": str(REPO / ".frameval" / "ipython"),
     }
+
+
+# Per-framework log and device settings. GLOG_v means opposite things to
+# MindSpore (a level: 4 = critical only) and Paddle (verbosity: 4 = very loud).
+FRAMEWORK_KERNEL_ENV = {
+    "tensorflow": {"TF_CPP_MIN_LOG_LEVEL": "3"},
+    "mindspore": {"GLOG_v": "4"},
+    "paddle": {"GLOG_v": "0", "GLOG_minloglevel": "2"},
+    "megengine": {"MGE_DEFAULT_DEVICE": "cpu0"},  # CPU kernel only; the GPU one picks gpu0
+}
 
 
 def register_kernel(env: Env, name: str, display: str, extra_env: dict | None = None) -> Path:
@@ -324,8 +326,11 @@ def ensure_framework(framework: str, device: str = "cpu", backend: str = "auto",
     """Build (or reuse) one framework's environment and register its kernel."""
     spec = parse_spec(spec_path(framework, device))
     env = ensure_env(spec, choose_backend(backend), echo=echo)
+    extra = dict(FRAMEWORK_KERNEL_ENV.get(framework, {}))
+    if device == "gpu":
+        extra.pop("MGE_DEFAULT_DEVICE", None)
     register_kernel(env, kernel_name(framework, device),
-                    f"frameval · {DISPLAY.get(framework, framework)}" + (" (GPU)" if device == "gpu" else ""))
+                    f"frameval · {DISPLAY.get(framework, framework)}" + (" (GPU)" if device == "gpu" else ""), extra)
     return env
 
 
