@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import notebook as nbfile
+from .nb.params import WORKLOAD_PARAMS
 from .workloads import (DEVICES, FRAMEWORKS, MODES, PROFILE_FRAMEWORK_OVERRIDES, PROFILES, WORKLOADS,
                         canonical_framework)
 
@@ -149,8 +150,11 @@ def build_plan(frameworks: str = "all", workloads: str = "all", mode: str = "gra
     for scope, values in ov.items():
         for key in values:
             owners = [wl for (fw, wl), d in cells.items() if key in d and (scope is None or wl == scope)]
+            if scope is not None and scope not in wls and key in WORKLOAD_PARAMS[scope] and key not in RESERVED:
+                continue  # a valid setting for a workload this plan does not run
             if not owners:
-                takes = sorted({k for (fw, wl), d in cells.items() if scope in (None, wl) for k in d} - set(RESERVED))
+                takes = sorted(({k for (fw, wl), d in cells.items() if scope in (None, wl) for k in d}
+                                | set(WORKLOAD_PARAMS.get(scope, ()))) - set(RESERVED))
                 raise PlanError(f"-p {(scope + '.') if scope else ''}{key}: unknown parameter"
                                 f"{' for ' + scope if scope else ''}; known: {', '.join(takes)}")
     runs = []

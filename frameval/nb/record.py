@@ -112,7 +112,23 @@ class _EpochTimer:
             self.ep["seconds"] = secs
             self.rec.epochs.append(self.ep)
             self.rec.write_partial()
+            _inject_fault(self.rec)
         return False
+
+
+def _inject_fault(rec):
+    """Test hook for the fault tests: FRAMEVAL_INJECT_FAULT="<framework>/<workload>:raise|abort|sleep"
+    fails the run after its first epoch, the way a real crash would."""
+    spec = os.environ.get("FRAMEVAL_INJECT_FAULT", "")
+    target, _, kind = spec.partition(":")
+    if not spec or target != f"{rec.framework}/{rec.workload}" or len(rec.epochs) != 1:
+        return
+    if kind == "raise":
+        raise RuntimeError("injected failure (FRAMEVAL_INJECT_FAULT)")
+    if kind == "abort":
+        os.abort()
+    if kind == "sleep":
+        time.sleep(3600)
 
 
 class Recorder:

@@ -1,0 +1,99 @@
+"""Faults on the real path (PyTorch kernel, tiny sizes): each ends with a
+complete report, the failure visible, earlier results kept, non-zero exit."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import REPO, run_all
+
+SMALL = ["--frameworks", "torch", "--mode", "eager", "-p", "epochs=2", "-p", "lenet.max_train_samples=256",
+         "-p", "dcgan.max_train_samples=32", "-p", "dcgan.batch_size=16", "-p", "lstm.max_train_samples=128"]
+
+
+def results(out):
+    return {f.parent.name: json.loads(f.read_text()) for f in (out / "runs").glob("*/*/result.json")}
+
+
+def run_with_fault(out, fault, *extra):
+    env = dict(os.environ, FRAMEVAL_INJECT_FAULT=fault)
+    return subprocess.run([sys.executable, str(REPO / "run_all.py"), *SMALL, "--workloads", "lenet,lstm",
+                           "--out", str(out), *extra], capture_output=True, text=True, env=env)
+
+
+@pytest.mark.parametrize("kind, err_type", [("raise", "RuntimeError"), ("abort", "DeadKernelError")])
+def test_notebook_failure_is_recorded_and_others_go_on(tmp_path, kind, err_type):
+    p = run_with_fault(tmp_path, f"torch/lenet:{kind}")
+    assert p.returncode == 1, p.stdout + p.stderr
+    r = results(tmp_path)
+    assert r["lenet-eager"]["status"] == "failed" and r["lenet-eager"]["error"]["type"] == err_type
+    assert len(r["lenet-eager"]["epochs"]) == 1, "the epoch measured before the crash is kept"
+    assert r["lstm-eager"]["status"] == "ok"
+    md = (tmp_path / "report.md").read_text()
+    assert err_type in md and (tmp_path / "report.html").exists()
+
+
+def test_timeout_kills_the_run(tmp_path):
+    t0 = time.time()
+    p = run_with_fault(tmp_path, "torch/lenet:sleep", "--timeout", "45")
+    assert p.returncode == 1 and time.time() - t0 < 400
+    r = results(tmp_path)
+    assert r["lenet-eager"]["error"]["type"] == "Timeout" and r["lstm-eager"]["status"] == "ok"
+
+
+def test_cache_corrupt_result_and_one_parameter_change(tmp_path):
+    run_all(*SMALL, "--out", str(tmp_path), check=True)
+    before = results(tmp_path)
+    # unchanged: nothing executes
+    p = run_all(*SMALL, "--out", str(tmp_path), check=True)
+    assert "running" not in p.stdout and p.stdout.count("reused") == 3
+    # one parameter for one workload: only that run executes
+    p = run_all(*SMALL, "-p", "lstm.lr=0.002", "--out", str(tmp_path), check=True)
+    assert "torch/lstm-eager: running (changed: params)" in p.stdout and p.stdout.count("reused") == 2
+    dry = run_all(*SMALL, "-p", "lstm.lr=0.003", "--out", str(tmp_path), "--dry-run", check=True)
+    assert "torch/lstm-eager: execute (changed: params)" in dry.stdout
+    # a half-written result.json from a crash: shown as failed, then re-executed
+    (tmp_path / "runs/torch/lenet-eager/result.json").write_text('{"framework": "torch", "epo')
+    rep = run_all("--report-only", "--out", str(tmp_path))
+    assert rep.returncode == 0 and "CorruptResult" in (tmp_path / "report.md").read_text()
+    p = run_all(*SMALL, "-p", "lstm.lr=0.002", "--out", str(tmp_path), check=True)
+    assert "torch/lenet-eager: running" in p.stdout
+    assert results(tmp_path)["dcgan-eager"]["epochs"] == before["dcgan-eager"]["epochs"]
+    # --force reruns one
+    p = run_all(*SMALL, "-p", "lstm.lr=0.002", "--out", str(tmp_path), "--force", "torch/dcgan", check=True)
+    assert "torch/dcgan-eager: running (forced)" in p.stdout and p.stdout.count("reused") == 2
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interrupt_keeps_results_and_resumes(tmp_path, sig):
+    proc = subprocess.Popen([sys.executable, str(REPO / "run_all.py"), *SMALL, "--out", str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines = []
+    for line in proc.stdout:  # wait until the first run finished and the second started
+        lines.append(line)
+        if "[2/3]" in line and "running" in line:
+            time.sleep(3)
+            proc.send_signal(sig)
+            break
+    rest = proc.communicate(timeout=300)[0]
+    assert proc.returncode == 130, "".join(lines) + rest
+    r = results(tmp_path)
+    assert r["lenet-eager"]["status"] == "ok" and r["dcgan-eager"]["error"]["type"] == "Interrupted"
+    assert (tmp_path / "report.md").exists()
+    p = run_all(*SMALL, "--out", str(tmp_path))
+    assert "torch/lenet-eager: reused" in p.stdout and "torch/dcgan-eager: running" in p.stdout
+
+
+def test_second_invocation_on_same_folder_is_refused(tmp_path):
+    proc = subprocess.Popen([sys.executable, str(REPO / "run_all.py"), *SMALL, "--workloads", "lstm",
+                             "--out", str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    for line in proc.stdout:
+        if "running" in line:
+            break
+    p = run_all(*SMALL, "--out", str(tmp_path))
+    proc.communicate(timeout=300)
+    assert p.returncode == 2 and "another frameval run is using" in p.stderr

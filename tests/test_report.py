@@ -1,0 +1,431 @@
+"""The report against a fixture of result files (tests/fixtures/report/, made by
+tests/fixtures/make_report_fixture.py): a failed run whose message holds a
+<script>, a DCGAN parameter mismatch, the two-bias LSTM, a failed numerical
+check, repeats, a reused result and a second machine. Then the collector
+notebook through papermill, and the HTML in headless Chromium."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("jinja2")
+pytest.importorskip("matplotlib")
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from frameval import report  # noqa: E402
+from frameval.report import fmt  # noqa: E402
+from frameval.report.i18n import Strings  # noqa: E402
+
+FIX = REPO / "tests" / "fixtures" / "report"
+SOURCES = [FIX / "cpu", FIX / "gpu"]
+TITLE = "Bench <script>alert('title')</script> & co"
+XSS = '<script>alert("pwned")</script>'
+NOTES = "# Notes\n\nThe author's **own** words. <script>alert('notes')</script>\n\n![remote](http://example.com/x.png)\n"
+SCREENSHOT = Path("/tmp/frameval-report-screenshot.png")
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def results():
+    out = {}
+    for f in sorted(FIX.glob("*/runs/*/*/result.json")):
+        r = json.loads(f.read_text())
+        out[(r["framework"], r["workload"], r["mode"], r["device"])] = r
+    return out
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    out = tmp_path_factory.mktemp("report")
+    notes = out / "notes.md"
+    notes.write_text(NOTES)
+    res = {}
+    for lang in ("en", "zh"):
+        info = report.build(SOURCES, out, lang=lang, title=TITLE, author="A. Reviewer", notes_file=str(notes),
+                            name=f"report-{lang}", command=f"python3 run_all.py --lang {lang}")
+        res[lang] = {"info": info, "html": Path(info["html"]).read_text(encoding="utf-8"),
+                     "md": Path(info["md"]).read_text(encoding="utf-8")}
+    res["out"] = out
+    return res
+
+
+# ------------------------------------------------------------------ HTML tables
+class Tables(HTMLParser):
+    """{table id: {"headers": [...], "rows": [[{"text", "v", "cls"}]]}}"""
+
+    def __init__(self):
+        super().__init__()
+        self.tables, self.cur, self.cell, self.in_head = {}, None, None, False
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "table":
+            self.cur = self.tables.setdefault(a.get("id") or f"t{len(self.tables)}", {"headers": [], "rows": []})
+        elif self.cur is not None and tag == "thead":
+            self.in_head = True
+        elif self.cur is not None and tag == "tr" and not self.in_head:
+            self.cur["rows"].append([])
+        elif self.cur is not None and tag in ("td", "th"):
+            self.cell = {"text": "", "v": a.get("data-v"), "cls": a.get("class") or "", "href": None}
+        elif self.cell is not None and tag == "a":
+            self.cell["href"] = a.get("href")
+
+    def handle_endtag(self, tag):
+        if tag == "table":
+            self.cur = None
+        elif tag == "thead":
+            self.in_head = False
+        elif tag in ("td", "th") and self.cell is not None and self.cur is not None:
+            if self.in_head:
+                self.cur["headers"].append(self.cell["text"].strip())
+            else:
+                if not self.cur["rows"]:
+                    self.cur["rows"].append([])
+                self.cur["rows"][-1].append(self.cell)
+            self.cell = None
+
+    def handle_data(self, data):
+        if self.cell is not None:
+            self.cell["text"] += data
+
+
+def tables(html):
+    p = Tables()
+    p.feed(html)
+    return p.tables
+
+
+def col(table, header):
+    return table["headers"].index(header)
+
+
+def strip_fences(md):
+    return re.sub(r"(?ms)^(`{3,})[^\n]*\n.*?^\1\s*$", "", md)
+
+
+# ------------------------------------------------------------------ tests
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_every_section_appears(built, lang):
+    S = Strings(lang)
+    html, md = built[lang]["html"], built[lang]["md"]
+    for sid in ("metadata", "summary", "environment", "wl-lenet", "wl-dcgan", "wl-lstm", "audit", "check", "code",
+                "errors", "reproduce", "author-notes"):
+        assert f'id="{sid}"' in html, sid
+    for key in ("h_metadata", "h_summary", "h_environment", "wl_lenet", "wl_dcgan", "wl_lstm", "h_audit", "h_check",
+                "h_code", "h_errors", "h_reproduce", "h_notes", "h_machines", "h_env_frameworks", "h_freeze",
+                "h_findings_speed", "h_findings_memory", "h_findings_quality", "h_findings_other",
+                "h_gifs", "h_grids", "h_prediction", "h_specs"):
+        heading = fmt.md(S(key))
+        assert re.search(rf"^#+ {re.escape(heading)}\s*$", md, re.M), (key, heading)
+    # order of the issue: metadata, summary, environment, workloads, audit, code size, errors, reproduce
+    pos = [html.index(f'<section id="{s}"') for s in ("metadata", "summary", "environment", "wl-lenet", "wl-dcgan",
+                                                      "wl-lstm", "audit", "code", "errors", "reproduce")]
+    assert pos == sorted(pos)
+    # table of contents, collapsible freeze, metadata fields
+    assert '<nav class="toc"' in html and "<details>" in html
+    for key in ("meta_title", "meta_author", "meta_date", "meta_frameval", "meta_frameworks", "meta_device"):
+        assert S(key) in html
+    assert "04a8c91deadb" in html and "PyTorch 2.13.0+cpu" in html and "TensorFlow 2.16.2" in html
+    assert "torch==2.13.0+cpu" in html  # the freeze
+    assert "python3 run_all.py --lang " + lang in html  # the reproduce command
+
+
+def test_strings_complete_in_both_languages():
+    en = json.loads((REPO / "templates" / "strings" / "en.json").read_text())
+    zh = json.loads((REPO / "templates" / "strings" / "zh.json").read_text())
+    assert set(en) == set(zh)
+    untranslated = [k for k in en if CJK.search(en[k])]
+    assert not untranslated
+    # every heading of the Chinese report is Chinese
+    for k in ("h_metadata", "h_summary", "h_environment", "h_audit", "h_check", "h_code", "h_errors", "h_reproduce"):
+        assert CJK.search(zh[k]), k
+    # placeholders agree
+    ph = re.compile(r"\{(\w+)\}")
+    for k in en:
+        assert set(ph.findall(en[k])) == set(ph.findall(zh[k])), k
+
+
+def test_figures_equal_the_results(built):
+    res = results()
+    S = Strings("en")
+    t = tables(built["en"]["html"])
+    names = {"PyTorch": "torch", "TensorFlow": "tensorflow", "MXNet": "mxnet"}
+    checked = 0
+    for wl in ("lenet", "dcgan", "lstm"):
+        tab = t[f"table-{wl}"]
+        for row in tab["rows"]:
+            fw = names[row[col(tab, S("col_framework"))]["text"]]
+            mode = row[col(tab, S("col_mode"))]["text"]
+            dev = row[col(tab, S("col_device"))]["v"] if S("col_device") in tab["headers"] else "cpu"
+            r = res[(fw, wl, mode, dev)]
+
+            def v(header):
+                c = row[col(tab, header)]
+                return None if c["v"] is None else float(c["v"])
+
+            steady = statistics.median(r["repeats"]) if r.get("repeats") else r["steady_epoch_s"]
+            assert v(S("col_first_epoch")) == r["first_epoch_s"]
+            assert v(S("col_steady")) == steady
+            assert v(S("col_peak_rss")) == r["peak_rss_mb"]
+            assert v(S("col_rss_import")) == r["rss_after_import_mb"]
+            assert v(S("col_params")) == sum(r["param_counts"].values())
+            if r["status"] == "ok" and not r.get("repeats"):
+                assert v(S("col_samples_per_s")) == pytest.approx(r["samples_per_s"])
+            if r.get("steady_epoch_s") is not None:
+                assert fmt.seconds(steady) in row[col(tab, S("col_steady"))]["text"]
+            if wl == "lenet":
+                assert v(S("col_test_acc")) == r["test_acc"]
+                assert row[col(tab, S("col_test_acc"))]["text"] == fmt.percent(r["test_acc"])
+            if wl == "dcgan":
+                assert v(S("col_gen_loss")) == r["epochs"][-1]["gen_loss"]
+                assert v(S("col_disc_loss")) == r["epochs"][-1]["disc_loss"]
+            if wl == "lstm" and r["status"] == "ok":
+                for h, k in (("col_val_r2", "val_r2"), ("col_val_rmse", "val_rmse"), ("col_predict_ms", "predict_ms"),
+                             ("col_model_size", "model_bytes"), ("col_load_ms", "load_ms")):
+                    assert v(S(h)) == r[k], k
+            checked += 1
+    assert checked == len(res)
+    # the ratio to the fastest: LeNet on the CPU, TensorFlow is fastest
+    tab = t["table-lenet"]
+    ratios = {(row[0]["text"], row[2]["text"], row[3]["text"]): row[col(tab, S("col_vs_fastest"))] for row in tab["rows"]}
+    assert ratios[("TensorFlow", "graph", "CPU")]["text"] == "1.00×"
+    torch_eager = res[("torch", "lenet", "eager", "cpu")]["steady_epoch_s"]
+    tf = res[("tensorflow", "lenet", "graph", "cpu")]["steady_epoch_s"]
+    assert float(ratios[("PyTorch", "eager", "CPU")]["v"]) == pytest.approx(torch_eager / tf)
+    # the Markdown carries the same figures
+    md = built["en"]["md"]
+    for (fw, wl, mode, dev), r in res.items():
+        if r.get("first_epoch_s") is not None:
+            assert fmt.seconds(r["first_epoch_s"]) in md
+
+
+def test_not_measured_is_na_never_zero(built):
+    S = Strings("en")
+    t = tables(built["en"]["html"])
+    tab = t["table-lstm"]
+    for row in tab["rows"]:
+        name = row[0]["text"]
+        dev_cell = row[col(tab, S("col_peak_device"))]
+        assert dev_cell["text"] == "n/a" and dev_cell["v"] is None  # CPU runs
+        if name == "MXNet":  # peak RSS was not recorded
+            assert row[col(tab, S("col_peak_rss"))]["text"] == "n/a"
+        if name == "TensorFlow":  # the failed run
+            assert row[col(tab, S("col_steady"))]["text"] == "n/a"
+            assert row[col(tab, S("col_val_r2"))]["text"] == "n/a"
+    gpu = [r for r in t["table-lenet"]["rows"] if r[3]["text"] == "GPU"][0]
+    assert float(gpu[col(t["table-lenet"], S("col_peak_device"))]["v"]) == 123.4
+    assert fmt.mb(None) == "n/a" and fmt.seconds("nan") == "nan" and fmt.mb(0.0) == "0"
+
+
+def test_parameter_mismatch_is_flagged(built):
+    S = Strings("en")
+    t = tables(built["en"]["html"])
+    audit = t["audit-dcgan"]
+    gen = [r for r in audit["rows"] if r[0]["text"] == S("audit_params", net="generator")][0]
+    tf = gen[audit["headers"].index("TensorFlow graph @alpha")]
+    assert tf["cls"] == "flag" and "2,330,944" in tf["text"]
+    assert gen[-1]["cls"] == "flag"
+    torch = gen[audit["headers"].index("PyTorch graph @alpha")]
+    assert torch["cls"] == "ok"
+    # a setting that differs between frameworks is flagged too
+    slope = [r for r in audit["rows"] if r[0]["text"] == S("set_leaky_relu")][0]
+    assert slope[-1]["cls"] == "flag" and {c["cls"] for c in slope[2:-1]} == {"flag"}
+    # the workload table marks the count; the summary states it
+    dc = t["table-dcgan"]
+    cell = [r for r in dc["rows"] if r[0]["text"] == "TensorFlow"][0][col(dc, S("col_params"))]
+    assert cell["cls"] == "flag"
+    html = built["en"]["html"]
+    assert re.search(r'<li class="flag">[^<]*2,330,944[^<]*2,280,896', html)
+    assert "⚠️ **✗ 2,330,944**" in built["en"]["md"]
+    # the two-bias LSTM is explained, not flagged
+    lstm = t["audit-lstm"]
+    row = [r for r in lstm["rows"] if r[0]["text"] == S("audit_params", net="lstm")][0]
+    mx = row[lstm["headers"].index("MXNet graph @alpha")]
+    assert mx["cls"] == "warn" and "4,513" in mx["text"]
+    assert row[-1]["cls"] == "ok"
+    assert S("two_bias").split(":")[0] in html
+    # graph mode that did not compile is flagged
+    comp = [r for r in lstm["rows"] if r[0]["text"] == S("audit_compiled")][0]
+    assert comp[lstm["headers"].index("PyTorch graph @alpha")]["cls"] == "flag"
+
+
+def test_failure_in_errors_summary(built):
+    S = Strings("en")
+    html, md, out = built["en"]["html"], built["en"]["md"], built["out"]
+    errors = html[html.index('<section id="errors">'):html.index('<section id="reproduce">')]
+    assert "TensorFlow" in errors and S("wl_lstm") in errors and "graph" in errors
+    assert "InvalidArgumentError" in errors
+    assert "Graph execution error: &lt;script&gt;alert(&#34;pwned&#34;)&lt;/script&gt; shapes [32,20] vs [32,1]" in errors
+    assert "tensorflow.errors.InvalidArgumentError" in errors  # the traceback's last lines
+    href = re.search(r'<a href="([^"]+output\.ipynb)"', errors).group(1)
+    assert (out / href).resolve() == (FIX / "cpu/runs/tensorflow/lstm-graph/output.ipynb").resolve()
+    # the summary says what failed
+    assert re.search(r'<li class="flag">[^<]*TensorFlow graph @alpha / LSTM[^<]*InvalidArgumentError', html)
+    mderr = md[md.index('<a name="errors">'):md.index('<a name="reproduce">')]
+    assert "InvalidArgumentError" in mderr and 'alert("pwned")' in mderr and "output.ipynb" in mderr
+    zh = built["zh"]["html"]
+    assert "报错汇总" in zh and "InvalidArgumentError" in zh
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_script_in_title_or_error_is_escaped(built, lang):
+    html, md = built[lang]["html"], built[lang]["md"]
+    assert html.count("<script") == 1  # the report's own sorting script, under a CSP hash
+    assert "<title>Bench &lt;script&gt;alert(&#39;title&#39;)&lt;/script&gt; &amp; co</title>" in html
+    assert "&lt;script&gt;alert(&#34;pwned&#34;)" in html
+    assert re.search(r"&lt;script&gt;alert\((&#39;|')notes", html)  # the author's notes: Markdown, HTML escaped
+    assert 'src="http' not in html and "href=\"javascript" not in html
+    assert "script-src 'sha256-" in html
+    prose = strip_fences(md)
+    assert "<script" not in prose.lower()
+    assert "# Bench &lt;script&gt;alert('title')&lt;/script&gt; &amp; co" in md
+    # inside a fenced block the message is shown verbatim (GitHub renders it as text)
+    assert 'Graph execution error: <script>alert("pwned")</script>' in md
+
+
+def test_same_function_section(built):
+    S = Strings("en")
+    t = tables(built["en"]["html"])["table-check"]
+    rows = {(r[0]["text"], r[1]["text"]): r for r in t["rows"]}
+    lenet = col(t, S("wl_lenet"))
+    assert rows[("TensorFlow @alpha", "graph")][lenet]["cls"] == "flag"
+    assert rows[("TensorFlow @alpha", "graph")][lenet]["text"].startswith("✗")
+    assert rows[("PyTorch @alpha", "graph")][lenet]["text"].startswith("✓")
+    assert re.search(r'<li class="flag">[^<]*numerical check ✗[^<]*TensorFlow graph @alpha', built["en"]["html"])
+
+
+def test_repeats_reused_and_machines(built):
+    S = Strings("en")
+    t = tables(built["en"]["html"])
+    lstm = t["table-lstm"]
+    eager = [r for r in lstm["rows"] if r[0]["text"] == "PyTorch" and r[2]["text"] == "eager"][0]
+    assert S("status_noisy") in eager[col(lstm, S("col_status"))]["text"]
+    assert "[n=3]" in eager[col(lstm, S("col_steady"))]["text"] and "2.00–2.60" in eager[col(lstm, S("col_steady"))]["text"]
+    lenet = t["table-lenet"]
+    tf = [r for r in lenet["rows"] if r[0]["text"] == "TensorFlow"][0]
+    assert S("status_reused") in tf[col(lenet, S("col_status"))]["text"]
+    assert S("col_host") in lenet["headers"]
+    assert {r[col(lenet, S("col_host"))]["text"] for r in lenet["rows"]} == {"alpha", "gpubox"}
+    machines = t["table-machines"]
+    assert {r[0]["text"] for r in machines["rows"]} == {"alpha", "gpubox"}
+
+
+def test_media_code_size_and_charts(built):
+    import imageio.v3 as iio
+    out = built["out"]
+    gifs = sorted((out / "assets").glob("report-en-dcgan-*.gif"))
+    assert len(gifs) == 2
+    frames = iio.imread(gifs[0], index=None)
+    assert frames.shape[0] == 2  # one frame per epoch
+    assert len(list((out / "assets").glob("report-en-dcgan-*-final.png"))) == 2
+    assert (out / "assets" / "report-en-lstm-prediction.png").exists()
+    md = built["en"]["md"]
+    for img in re.findall(r"!\[[^\]]*\]\((assets/[^)]+)\)", md):
+        assert (out / img).is_file(), img
+    html = built["en"]["html"]
+    assert html.count('src="data:image/gif;base64,') == 2
+    # every chart made it into the HTML as a data URI
+    assert len(re.findall(r"<img src=\"data:image/", html)) == len(re.findall(r"!\[[^\]]*\]\(assets/", md))
+    # code size comes from the repository's notebooks (cells tagged model/train)
+    from frameval.notebook import count_code_lines, read
+    code = tables(html)["table-code"]
+    torch = [r for r in code["rows"] if r[0]["text"] == "PyTorch"][0]
+    n = count_code_lines(read(REPO / "notebooks" / "torch" / "lenet.ipynb"))
+    assert torch[1]["text"] == str(n) and torch[1]["href"].endswith("notebooks/torch/lenet.ipynb")
+    assert built["en"]["info"]["missing_glyphs"] == []
+
+
+def test_chinese_charts_have_their_glyphs(built):
+    info = built["zh"]["info"]
+    assert info["font"], "no CJK font for the charts (mplfonts is in environment.yml)"
+    assert info["missing_glyphs"] == []
+    assert not any("CJK" in w or "中文字体" in w for w in info["warnings"])
+    html = built["zh"]["html"]
+    assert '<html lang="zh-CN">' in html
+    assert "公平性审查" in html and "最快的是" in html
+
+
+def test_no_results_still_writes_a_report(tmp_path):
+    info = report.build([tmp_path / "empty"], tmp_path / "out", lang="zh")
+    html = Path(info["html"]).read_text(encoding="utf-8")
+    assert info["runs"] == 0 and info["warnings"]
+    assert 'id="summary"' in html and 'id="reproduce"' in html
+
+
+def test_collect_notebook(tmp_path):
+    from frameval.notebook import has_outputs, parameters, read
+    nb = read(REPO / "notebooks" / "collect.ipynb")
+    assert not has_outputs(nb)
+    assert parameters(nb) == {"sources": [], "out_dir": "", "lang": "en", "title": "", "author": "",
+                              "notes_file": "", "name": "report", "command": ""}
+    assert nb["metadata"]["kernelspec"]["name"] == "python3"
+    pytest.importorskip("papermill")
+    params = {"sources": [str(s) for s in SOURCES], "out_dir": str(tmp_path), "lang": "zh", "name": "col",
+              "title": TITLE}
+    pfile = tmp_path / "params.json"
+    pfile.write_text(json.dumps(params))
+    env = dict(os.environ, FRAMEVAL_REPO=str(REPO),
+               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH", "")])))
+    p = subprocess.run([sys.executable, "-m", "papermill", str(REPO / "notebooks" / "collect.ipynb"),
+                        str(tmp_path / "collect.ipynb"), "-f", str(pfile), "-k", "python3", "--cwd", str(tmp_path),
+                        "--no-progress-bar"], capture_output=True, text=True, env=env, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    html = (tmp_path / "col.html").read_text(encoding="utf-8")
+    assert "公平性审查" in html and (tmp_path / "col.md").exists() and (tmp_path / "assets").is_dir()
+
+
+# ------------------------------------------------------------------ the browser
+_APT_UPDATED = False
+
+
+def ensure_chromium():
+    from frameval.report.browser import chromium_path
+    global _APT_UPDATED
+    if chromium_path():
+        return chromium_path()
+    if not (hasattr(os, "geteuid") and os.geteuid() == 0 and shutil.which("apt-get")):
+        pytest.skip("chromium is missing and cannot be installed here (not root or no apt-get)")
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    if not _APT_UPDATED:
+        subprocess.run(["apt-get", "update"], env=env, capture_output=True, timeout=900)
+        _APT_UPDATED = True
+    p = subprocess.run(["apt-get", "install", "-y", "--no-install-recommends", "chromium"], env=env,
+                       capture_output=True, text=True, timeout=1800)
+    assert p.returncode == 0 and chromium_path(), f"apt-get install chromium failed:\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}"
+    return chromium_path()
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_browser_renders_report(built, lang, tmp_path):
+    pytest.importorskip("websocket", reason="websocket-client is in environment.yml")
+    ensure_chromium()
+    from frameval.report.browser import inspect
+    info = inspect(Path(built[lang]["info"]["html"]), tmp_path / "shots")
+    imgs = info["images"]
+    assert imgs and all(i["w"] > 0 and i["h"] > 0 for i in imgs), [i for i in imgs if not i["w"]]
+    assert info["external_requests"] == [], info["external_requests"]
+    assert all(u.startswith(("file://", "data:")) for u in info["requests"])
+    assert not info["failed_loads"], info["failed_loads"]
+    assert info["sort_works"] is True  # the inline script ran under the page's CSP
+    assert info["phone_fits"] is True  # no sideways scrolling of the page at phone width
+    assert info["sections"][:3] == ["metadata", "summary", "environment"]
+    text = info["text"]
+    if lang == "zh":
+        assert len(CJK.findall(text)) > 500
+        assert "报告信息" in text and "摘要" in text and "报错汇总" in text
+    assert "<script>alert(\"pwned\")</script>" in text  # shown as text, not run
+    shot = Path(info["screenshots"]["desktop"])
+    assert shot.stat().st_size > 10_000
+    if lang == "zh":
+        shutil.copy(shot, SCREENSHOT)
+        shutil.copy(info["screenshots"]["phone"], SCREENSHOT.with_name("frameval-report-screenshot-phone.png"))
