@@ -429,3 +429,16 @@ def test_browser_renders_report(built, lang, tmp_path):
     if lang == "zh":
         shutil.copy(shot, SCREENSHOT)
         shutil.copy(info["screenshots"]["phone"], SCREENSHOT.with_name("frameval-report-screenshot-phone.png"))
+
+
+def test_check_cell_names_the_failing_tensors():
+    from frameval.report.model import check_cell
+    S = Strings("en")
+    chk = {"forward": {"fake": 6e-7}, "losses": {"d_loss": 5e-8}, "step": {"generator.bn0.bias": 0.123,
+                                                                          "generator.fc.weight": 3.6e-4},
+           "tolerances": {"forward": 1e-4, "step": 1e-3, "losses": 1e-4}, "problems": [], "missing": [],
+           "ok": False, "max_forward_err": 6e-7, "max_step_err": 0.123}
+    c = check_cell(chk, S)
+    assert c["cls"] == "flag" and "generator.bn0.bias 1.2e-01" in c["t"] and "fc.weight" not in c["t"]
+    assert check_cell(dict(chk, ok=None, missing=["step"]), S)["cls"] == "warn"
+    assert check_cell(None, S)["t"] == "n/a"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import os
 import shlex
 import subprocess
 from pathlib import Path

@@ -16,8 +16,8 @@ import statistics
 from pathlib import Path
 
 from . import fmt
-from .spec import (EPOCH_METRICS, FRAMEWORK_PACKAGES, MODES, PARAM_COUNTS, SPEC_SETTINGS, WORKLOADS,
-                   audit_count, framework_name, match_counts, order_key)
+from .spec import (MODES, PARAM_COUNTS, SPEC_SETTINGS, WORKLOADS, audit_count, framework_name, match_counts,
+                   order_key)
 
 NOISY_SPREAD = 0.10
 TRACEBACK_LINES = 15
@@ -411,22 +411,35 @@ def audit_table(workload, rows, S):
 
 
 # ------------------------------------------------------------------ check (same function?)
+def check_failures(chk) -> list:
+    """[(section, name, error, tolerance)] over the tolerance, worst first."""
+    tol = chk.get("tolerances") or {}
+    out = []
+    for section in ("forward", "losses", "step"):
+        t = fmt.num(tol.get(section))
+        for name, err in (chk.get(section) or {}).items():
+            e = fmt.num(err)
+            if t is not None and (e is None and err is not None or e is not None and e > t):
+                out.append((section, name, e if e is not None else float("inf"), t))
+    return sorted(out, key=lambda x: -x[2])
+
+
 def check_cell(chk, S):
     if not isinstance(chk, dict):
         return cell(fmt.NA, None, "na", S("tip_no_check"))
     ok = chk.get("ok")
     errs = {"forward": fmt.num(chk.get("max_forward_err")), "step": fmt.num(chk.get("max_step_err"))}
-    parts = [f"{k} {v:.1e}" for k, v in errs.items() if v is not None]
+    detail = "; ".join(f"{k} {v:.1e}" for k, v in errs.items() if v is not None)
     problems = [str(p) for p in (chk.get("problems") or [])]
     missing = [str(p) for p in (chk.get("missing") or [])]
-    detail = "; ".join(parts)
     if ok is True:
         return cell("✓ " + detail, "ok", "ok", S("tip_check_ok"))
     if ok is False:
-        msg = "; ".join(problems[:3]) or detail
-        return cell("✗ " + msg, "fail", "flag", "; ".join(problems))
+        fails = [f"{sec} {name} {err:.1e} > {t:.0e}" for sec, name, err, t in check_failures(chk)]
+        shown = problems[:2] + fails[:max(0, 3 - len(problems[:2]))]
+        return cell("✗ " + ("; ".join(shown) or detail), "fail", "flag", "; ".join(problems + fails))
     return cell("? " + (detail or S("check_incomplete")) + (f" ({S('check_missing')}: {', '.join(missing[:4])})" if missing else ""),
-                "incomplete", "warn")
+                "incomplete", "warn", "; ".join(problems + missing))
 
 
 def check_table(rows, S):
@@ -491,7 +504,8 @@ def error_entries(rows, out_dir: Path, S):
             if len(msg) > MESSAGE_CHARS:
                 msg = msg[:MESSAGE_CHARS] + " …"
             out.append({"framework": w["fw_name"], "fw": w["fw"], "workload": w["workload"],
-                        "workload_name": S("wl_" + w["workload"]), "mode": w["mode"], "device": w["device"],
+                        "workload_name": S("wl_" + w["workload"]) if ("wl_" + w["workload"]) in S.raw else w["workload"],
+                        "mode": w["mode"], "device": w["device"],
                         "host": w["host"], "label": w["label"],
                         "type": str(err.get("type") or S("unknown_error")), "message": msg,
                         "traceback": "\n".join(tb[-TRACEBACK_LINES:]), "notebook": link,

@@ -90,7 +90,7 @@ def render_html(ctx: dict, templates: Path, assets: Path) -> str:
     env.filters["datauri"] = _datauri(assets)
     digest = base64.b64encode(hashlib.sha256(SORT_JS.encode("utf-8")).digest()).decode("ascii")
     return env.get_template("report.html.j2").render(**ctx, sort_js=Markup(SORT_JS),
-                                                     csp_script=f"'sha256-{digest}'")
+                                                     csp_script=Markup(f"'sha256-{digest}'"))
 
 
 def render_markdown(ctx: dict, templates: Path) -> str:
