@@ -251,6 +251,7 @@ def main(argv=None) -> int:
               flush=True)
 
     ratios = [steady(B["epochs"]) / steady(A["epochs"]) for A, B in pairs]
+    fastest = min(s for _, B in pairs for s in B["epochs"][1:]) / min(s for A, _ in pairs for s in A["epochs"][1:])
     cost_a = [fixed_cost(A) for A, _ in pairs]
     cost_b = [fixed_cost(B) for _, B in pairs]
     extra = [b - c for b, c in zip(cost_b, cost_a)]
@@ -258,6 +259,7 @@ def main(argv=None) -> int:
     print()
     print(f"steady epoch time B/A, median of {len(ratios)} pairs: {ratio:.3f}   (per pair: "
           f"{', '.join(f'{r:.3f}' for r in ratios)})   target <= 1.02: {'met' if ratio <= 1.02 else 'MISSED'}")
+    print(f"fastest steady epoch B / fastest steady epoch A (less sensitive to a loaded machine): {fastest:.3f}")
     print(f"fixed per-run cost beyond the import (wall - training - import), median: "
           f"A {statistics.median(cost_a):.2f} s, B {statistics.median(cost_b):.2f} s")
     print(f"harness's own fixed cost per run (B - A), median: {harness:.2f} s   (per pair: "

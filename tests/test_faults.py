@@ -107,3 +107,22 @@ def test_second_invocation_on_same_folder_is_refused(tmp_path):
     p = run_all(*SMALL, "--out", str(tmp_path))
     proc.communicate(timeout=300)
     assert p.returncode == 2 and "another frameval run is using" in p.stderr
+
+
+def test_repeats_and_merging_machines(tmp_path):
+    a, b, merged = tmp_path / "a", tmp_path / "b", tmp_path / "merged"
+    run_all(*SMALL, "--workloads", "lstm", "--repeats", "2", "--out", str(a), check=True)
+    r = results(a)["lstm-eager"]
+    assert len(r["repeats"]) == 2 and all(x > 0 for x in r["repeats"])
+    assert (a / "runs/torch/lstm-eager/r2/result.json").exists()
+    # the same runs from "another machine": copied, with that machine's identity
+    import shutil
+    shutil.copytree(a / "runs", b / "runs")
+    other = b / "runs/torch/lstm-eager/result.json"
+    o = json.loads(other.read_text())
+    o["environment"]["machine"]["hostname"] = "other-box"
+    other.write_text(json.dumps(o))
+    p = run_all("--report-only", "--from", str(a), "--from", str(b), "--out", str(merged), check=True)
+    md = (merged / "report.md").read_text()
+    assert "other-box" in md, p.stdout
+    assert json.loads((a / "runs/torch/lstm-eager/result.json").read_text())["repeats"] == r["repeats"]
