@@ -25,7 +25,7 @@ def test_full_profile_is_the_notebook_defaults():
 
 def test_profile_framework_override_is_noted():
     r = build_plan("mindspore", "dcgan", "graph", "cpu", "quick")[0]
-    assert r.profile_notes and "batch_size" in r.profile_notes[0]
+    assert r.profile_notes and "max_train_samples=128" in r.profile_notes[0]
 
 
 @pytest.mark.parametrize("args, message", [

@@ -456,3 +456,18 @@ def test_wrong_dcgan_step_order_fails():
     chk.step(losses={"d_loss": losses["d_loss"], "g_loss": old_g_loss}, weights=new)
     res = chk.finish()
     assert res["losses"]["g_loss"] > 3 * check.TOLERANCES["losses"] and res["step_ok"] is False
+
+
+def test_probe_size_option():
+    """`size=` (an extension, default 16): the first 16 samples stay the same."""
+    for wl in ("lenet", "dcgan", "lstm"):
+        a, b = check.probe(wl, 0), check.probe(wl, 0, size=40)
+        for k in a:
+            assert len(b[k]) == 40 and np.array_equal(b[k][:16], a[k])
+    fwd, losses, new = reference_outputs("lstm")
+    chk = check.Checker(Rec(), "lstm", 0, size=32)
+    assert len(chk.probe["x"]) == 32
+    f = chk._ref_forward()
+    chk.forward(pred=f["pred"].astype(np.float32))
+    res = chk.finish()
+    assert res["probe_size"] == 32 and res["forward"]["pred"] < 1e-6

@@ -2,14 +2,15 @@
 reference (`frameval.nb.reference`), run by the `check` cell of every notebook.
 
     from frameval.nb import check
-    chk = check.Checker(rec, workload, seed, lr=lr, lstm_biases=1)
+    chk = check.Checker(rec, workload, seed, lr=lr, lstm_biases=1)   # size=16 by default
     p = chk.probe                      # == check.probe(workload, seed)
     chk.forward(**outputs)             # a FRESH model from nb.init_weights(seed)
     chk.step(losses={...}, weights={...})  # after ONE training step on the probe batch
     chk.finish()                       # -> rec.result["check"]; prints a table; never raises
 
 Probe batch (16 samples, deterministic from the seed, independent of the run's
-data parameters):
+data parameters; `size=` on probe() and Checker() asks for another batch size,
+e.g. the training batch size, since a compiler's code can depend on the shape):
     lenet: {"x": float32 (16,1,28,28), "y": int64 (16,)}
     dcgan: {"x": float32 (16,1,28,28), "z": float32 (16,100)}
     lstm:  {"x": float32 (16,20,1),    "y": float32 (16,1)}
@@ -58,37 +59,39 @@ LOSSES = {"lenet": ("loss",), "dcgan": ("d_loss", "g_loss"), "lstm": ("loss",)}
 
 
 # ----------------------------------------------------------------------- probe
-def _probe_source(workload, seed):
+def _probe_source(workload, seed, size=PROBE_SIZE):
     """The data part of the probe, and where it came from."""
     rng = np.random.RandomState([seed, 3])
     if workload in ("lenet", "dcgan"):
         try:
             from .data import load_mnist
             d = load_mnist("embedded")
-            idx = rng.permutation(len(d.y_train))[:PROBE_SIZE]
-            return d.x_train[idx].copy(), d.y_train[idx].copy(), "mnist embedded: 16 training images"
+            idx = rng.permutation(len(d.y_train))[:size]
+            return d.x_train[idx].copy(), d.y_train[idx].copy(), f"mnist embedded: {len(idx)} training images"
         except Exception:
-            x = rng.uniform(-1, 1, (PROBE_SIZE, 1, 28, 28)).astype(np.float32)
-            return x, rng.randint(0, 10, PROBE_SIZE).astype(np.int64), "random (MNIST cache missing)"
+            x = rng.uniform(-1, 1, (size, 1, 28, 28)).astype(np.float32)
+            return x, rng.randint(0, 10, size).astype(np.int64), "random (MNIST cache missing)"
     if workload == "lstm":
         try:
             from .data import load_co2
             d = load_co2(20)
-            idx = rng.permutation(len(d.y_train))[:PROBE_SIZE]
-            return d.x_train[idx].copy(), d.y_train[idx].copy(), "co2: 16 training windows"
+            idx = rng.permutation(len(d.y_train))[:size]
+            return d.x_train[idx].copy(), d.y_train[idx].copy(), f"co2: {len(idx)} training windows"
         except Exception:
-            x = rng.standard_normal((PROBE_SIZE, 20, 1)).astype(np.float32)
-            return x, rng.standard_normal((PROBE_SIZE, 1)).astype(np.float32), "random (CO2 cache missing)"
+            x = rng.standard_normal((size, 20, 1)).astype(np.float32)
+            return x, rng.standard_normal((size, 1)).astype(np.float32), "random (CO2 cache missing)"
     raise KeyError(f"unknown workload {workload!r}")
 
 
-def probe(workload: str, seed: int = 0) -> dict:
-    """The 16-sample probe batch, the same in every framework (float32 / int64)."""
-    return _probe(workload, seed)[0]
+def probe(workload: str, seed: int = 0, size: int = PROBE_SIZE) -> dict:
+    """The probe batch (16 samples unless `size` says otherwise), the same in every
+    framework (float32 / int64). With the data caches present, a larger size starts
+    with the same 16 samples."""
+    return _probe(workload, seed, size)[0]
 
 
-def _probe(workload, seed):
-    x, y, source = _probe_source(workload, seed)
+def _probe(workload, seed, size=PROBE_SIZE):
+    x, y, source = _probe_source(workload, seed, size)
     return _assemble(workload, seed, x, y), source
 
 
@@ -96,7 +99,7 @@ def _assemble(workload, seed, x, y):
     if workload == "lenet":
         return {"x": x, "y": y}
     if workload == "dcgan":
-        z = np.random.RandomState([seed, 3, 1]).standard_normal((PROBE_SIZE, 100)).astype(np.float32)
+        z = np.random.RandomState([seed, 3, 1]).standard_normal((len(x), 100)).astype(np.float32)
         return {"x": x, "z": z}
     return {"x": x, "y": y}
 
@@ -144,18 +147,20 @@ def _fmt(v):
 
 
 class Checker:
-    def __init__(self, rec, workload: str, seed: int = 0, lr: float | None = None, lstm_biases: int = 1):
+    def __init__(self, rec, workload: str, seed: int = 0, lr: float | None = None, lstm_biases: int = 1,
+                 size: int = PROBE_SIZE):
         self.t0 = time.perf_counter()
         self.rec, self.workload, self.seed = rec, workload, int(seed)
         self.lr = float(lr) if lr is not None else DEFAULT_LR.get(workload, 1e-3)
         self.lstm_biases = int(lstm_biases)
+        self.size = int(size)
         self.ref_s = 0.0
         self.problems, self.ignored = [], []
         self.fwd, self.losses, self.stp, self.upd = {}, {}, {}, {}
         self._fwd_called = self._step_called = False
         self._finished = False
         try:
-            self.probe, self.source = _probe(workload, self.seed)
+            self.probe, self.source = _probe(workload, self.seed, int(size))
             self.w0 = self._initial()
         except Exception as e:  # never raise from the check
             self.probe, self.w0, self.source = {}, {}, "unavailable"
@@ -315,7 +320,7 @@ class Checker:
             return max(vals) if vals else None
 
         return {
-            "reference": "numpy float64 (frameval.nb.reference)", "probe_size": PROBE_SIZE,
+            "reference": "numpy float64 (frameval.nb.reference)", "probe_size": len(self.probe.get("x", ())),
             "probe_source": getattr(self, "source", "unavailable"), "seed": self.seed, "lr": self.lr,
             "lstm_biases": self.lstm_biases if self.workload == "lstm" else None,
             "measure": "relative norm ||out - ref|| / ||ref|| (step: updated weights; losses: |a-b|/|b|)",
@@ -358,7 +363,7 @@ class Checker:
         res = res or self._summary()
         word = {True: "OK", False: "FAILED", None: "INCOMPLETE"}
         lines = [f"numerical check vs numpy float64 reference ({self.workload}, seed {self.seed}, "
-                 f"{res.get('probe_size', PROBE_SIZE)}-sample probe: {res.get('probe_source')}): "
+                 f"{res.get('probe_size')}-sample probe: {res.get('probe_source')}): "
                  f"{word[res.get('ok')]}  [{res.get('seconds', 0):.2f} s, reference {res.get('reference_s', 0):.2f} s]"]
         tol = res.get("tolerances", TOLERANCES)
         for sec, key in (("forward", "forward"), ("losses", "losses"), ("step", "step")):
