@@ -205,7 +205,7 @@ RECORDER_COST = textwrap.dedent('''
     print(json.dumps({"inside_s": statistics.median(inside), "inside_max_s": max(inside),
                       "bookkeeping_s": statistics.median(outside), "bookkeeping_max_s": max(outside),
                       "peak_rss_call_s": per_call(measure.peak_rss_mb), "rss_call_s": per_call(measure.rss_mb),
-                      "write_s": write_s, "threads_before": threads0, "threads_after": threading.active_count()}))
+                      "write_s": write_s, "n": n, "threads_before": threads0, "threads_after": threading.active_count()}))
 ''')
 
 
@@ -285,7 +285,7 @@ def main(argv=None) -> int:
         print(f"  host memory: no sampling thread; peak_rss_mb() (getrusage) {rc['peak_rss_call_s'] * 1e6:.1f} us "
               f"a call, rss_mb() (/proc/self/statm) {rc['rss_call_s'] * 1e6:.1f} us a call")
         print(f"  threads in the process: {rc['threads_before']} before the recorder, {rc['threads_after']} after "
-              f"{30} epochs (CPU run: no NVML sampler)")
+              f"{rc['n']} epochs (CPU run: no NVML sampler)")
         print(f"  final write (summary + result.json): {rc['write_s'] * 1e3:.2f} ms")
     return 0
 

@@ -66,7 +66,17 @@ def runs_summary(stdout: str) -> str:
     failed = len(re.findall(r": FAILED", stdout)) + len(re.findall(r"failed \(environment", stdout))
     if not executed:
         return "no run summary printed"
-    return f"{executed.group(1)} executed, {executed.group(2)} reused" + (f", {failed} FAILED" if failed else "")
+    # why each executed run executed: "[1/3] torch/lenet-graph: running (changed: frameval) ..."
+    why = re.findall(r"\] (\S+): running \(([^)]*)\)", stdout)
+    reasons = {}
+    for name, reason in why:
+        reasons.setdefault(reason, []).append(name)
+    text = f"{executed.group(1)} executed, {executed.group(2)} reused" + (f", {failed} FAILED" if failed else "")
+    if reasons and len(why) < 6:
+        text += " (" + "; ".join(f"{', '.join(n)}: {r}" for r, n in reasons.items()) + ")"
+    elif reasons:
+        text += " (" + "; ".join(f"{len(n)} {r}" for r, n in reasons.items()) + ")"
+    return text
 
 
 def main(argv=None) -> int:
@@ -126,6 +136,8 @@ def main(argv=None) -> int:
     print(f"pipeline times on {m['cores']} cores ({m['cpu']}):")
     for label, secs, what in rows:
         print(f"  {label:<46} {secs:8.1f} s   {what}")
+    print("  (an unchanged rerun that executes a run says why: `changed: frameval` means frameval/nb/*.py "
+          "changed between the runs)")
     if a.keep:
         print(f"folders kept in {root}")
     else:

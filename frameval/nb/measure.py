@@ -103,8 +103,15 @@ class NvmlProbe(DeviceMemoryProbe):
                 return
 
     def start(self):
-        self.nvml.nvmlInit()
-        self.sample()
+        # NVML may import and still fail to start (no driver, no permission):
+        # then the figure is "not available", and the run goes on.
+        try:
+            self.nvml.nvmlInit()
+            self.sample()
+        except Exception:
+            self._started = False
+            return self
+        self._started = True
         self._thread = threading.Thread(target=self._loop, daemon=True, name="frameval-nvml")
         self._thread.start()
         return self
@@ -113,11 +120,12 @@ class NvmlProbe(DeviceMemoryProbe):
         self._stop.set()
         if self._thread:
             self._thread.join(timeout=2)
-        try:
-            self.sample()
-            self.nvml.nvmlShutdown()
-        except Exception:
-            pass
+        if getattr(self, "_started", False):
+            try:
+                self.sample()
+                self.nvml.nvmlShutdown()
+            except Exception:
+                pass
         return None if self.peak is None else round(self.peak, 1)
 
 
