@@ -120,7 +120,7 @@ def coerce(key: str, raw, default, where: str):
         if (value <= low) if key == "lr" else (value < low):
             raise PlanError(f"-p {key}={raw}: {key} must be {text} ({where})")
     if key in ALLOWED and value not in ALLOWED[key]:
-        raise PlanError(f"-p {key}={raw}: choose from {', '.join(ALLOWED[key])} ({where})")
+        raise PlanError(f"-p {key}={raw}: choose from {', '.join(map(str, ALLOWED[key]))} ({where})")
     return value
 
 
