@@ -52,5 +52,7 @@ def main(argv) -> int:
            f"--ServerApp.root_dir={REPO / 'notebooks'}", "--ServerApp.port_retries=50"]
     if args.no_browser:
         cmd.append("--no-browser")
+    if hasattr(os, "geteuid") and os.geteuid() == 0:  # containers and CI run as root
+        cmd.append("--allow-root")
     print("frameval: starting JupyterLab; the URL with its token is printed below", flush=True)
     os.execve(sys.executable, cmd, envs.jupyter_env())

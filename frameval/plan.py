@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import notebook as nbfile
-from .nb.params import WORKLOAD_PARAMS
-from .workloads import (DEVICES, FRAMEWORKS, MODES, PROFILE_FRAMEWORK_OVERRIDES, PROFILES, WORKLOADS,
+from .workloads import (WORKLOAD_PARAMS, DEVICES, FRAMEWORKS, MODES, PROFILE_FRAMEWORK_OVERRIDES, PROFILES, WORKLOADS,
                         canonical_framework)
 
 REPO = Path(__file__).resolve().parent.parent

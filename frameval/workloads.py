@@ -13,6 +13,15 @@ WORKLOADS = ("lenet", "dcgan", "lstm")
 MODES = ("graph", "eager")
 DEVICES = ("cpu", "gpu")
 
+# The parameters every notebook of a workload declares, in every framework
+# (ilkarman-style shared params). A test checks each notebook's parameters cell.
+COMMON_PARAMS = ("mode", "device", "epochs", "batch_size", "lr", "seed", "threads", "max_train_samples", "out_dir")
+WORKLOAD_PARAMS = {
+    "lenet": COMMON_PARAMS + ("dataset",),
+    "dcgan": COMMON_PARAMS + ("dataset",),
+    "lstm": COMMON_PARAMS + ("window", "hidden", "series"),
+}
+
 # Trainable parameter counts from workloads.md, per network.
 SPEC_PARAM_COUNTS = {
     "lenet": {"lenet": 61706},

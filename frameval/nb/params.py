@@ -2,12 +2,7 @@
 (ilkarman-style shared params). A test checks each notebook's `parameters`
 cell against these lists; the runner validates `-p` values against the cell.
 """
-COMMON = ("mode", "device", "epochs", "batch_size", "lr", "seed", "threads", "max_train_samples", "out_dir")
-WORKLOAD_PARAMS = {
-    "lenet": COMMON + ("dataset",),
-    "dcgan": COMMON + ("dataset",),
-    "lstm": COMMON + ("window", "hidden", "series"),
-}
+from ..workloads import WORKLOAD_PARAMS  # noqa: F401 - one list, shared with the runner
 
 
 def collect(namespace: dict, workload: str) -> dict:
