@@ -273,7 +273,7 @@ def lenet_step(p, x, y, lr=1e-3):
     p = as64(p)
     x = np.asarray(x, np.float64)
     loss, g = lenet_loss(p, x, y)
-    return {"losses": {"loss": loss}, "weights": adam_step(p, g, {}, lr)}
+    return {"losses": {"loss": loss}, "weights": adam_step(p, g, {}, lr), "grads": g}
 
 
 # -------------------------------------------------------------------------- DCGAN
@@ -356,7 +356,8 @@ def dcgan_step(gp, dp, x, z, lr=1e-4):
     gg = generator_backward(gp, gcache, dfake)
     gp1 = adam_step(_trainable(gp), gg, {}, lr)
     gp1.update(running)
-    return {"losses": {"d_loss": l_real + l_fake, "g_loss": g_loss}, "generator": gp1, "discriminator": dp1}
+    return {"losses": {"d_loss": l_real + l_fake, "g_loss": g_loss}, "generator": gp1, "discriminator": dp1,
+            "grads": {"generator": gg, "discriminator": {k: gr[k] + gf[k] for k in gr}}}
 
 
 # --------------------------------------------------------------------------- LSTM
@@ -431,4 +432,4 @@ def lstm_params(p, biases=1):
 def lstm_step(p, x, y, lr=1e-3):
     p = as64(p)
     loss, g = lstm_loss(p, np.asarray(x, np.float64), np.asarray(y, np.float64))
-    return {"losses": {"loss": loss}, "weights": adam_step(p, g, {}, lr)}
+    return {"losses": {"loss": loss}, "weights": adam_step(p, g, {}, lr), "grads": g}

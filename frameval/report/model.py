@@ -437,7 +437,9 @@ def check_cell(chk, S):
     if ok is False:
         fails = [f"{sec} {name} {err:.1e} > {t:.0e}" for sec, name, err, t in check_failures(chk)]
         shown = problems[:2] + fails[:max(0, 3 - len(problems[:2]))]
-        return cell("✗ " + ("; ".join(shown) or detail), "fail", "flag", "; ".join(problems + fails))
+        why = [str(d) for d in (chk.get("diagnosis") or [])]
+        text = "✗ " + ("; ".join(shown) or detail) + (" — " + "; ".join(why) if why else "")
+        return cell(text, "fail", "flag", "; ".join(problems + fails + why))
     return cell("? " + (detail or S("check_incomplete")) + (f" ({S('check_missing')}: {', '.join(missing[:4])})" if missing else ""),
                 "incomplete", "warn", "; ".join(problems + missing))
 
