@@ -24,7 +24,8 @@ from .envspec import EnvSpec, parse_spec
 from .nb.paths import envs_dir
 
 REPO = Path(__file__).resolve().parent.parent
-ENVS_SPEC_DIR = REPO / "envs"
+# FRAMEVAL_ENV_SPECS points at another folder of <fw>.yml specs (custom pins; the tests' broken env).
+ENVS_SPEC_DIR = Path(os.environ.get("FRAMEVAL_ENV_SPECS") or REPO / "envs")
 # Kernels are registered here (git-ignored), and JUPYTER_PATH points at it for
 # papermill and JupyterLab: nothing is written into the user's own Jupyter dirs.
 JUPYTER_DIR = REPO / ".frameval" / "jupyter"

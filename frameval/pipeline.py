@@ -135,7 +135,7 @@ class Pipeline:
                 out[fw] = env
                 spec = env.spec
                 results.atomic_write_json(self.out / "environments" / f"{fw}.json", {
-                    "framework": fw, "spec_name": spec.name, "spec_path": str(spec.path.relative_to(REPO)),
+                    "framework": fw, "spec_name": spec.name, "spec_path": _rel(spec.path),
                     "spec_text": spec.text, "key": spec.key, "backend": env.backend, "python": spec.python,
                     "prefix": str(env.prefix), "freeze": env.freeze, **env.info()})
                 self.say(f"frameval: environment {fw} ready ({time.perf_counter() - t0:.1f} s)")
@@ -257,6 +257,13 @@ class Pipeline:
         self.say(f"frameval: report written in {time.perf_counter() - t0:.1f} s: "
                  f"{self.out / (a.name + '.md')} and {self.out / (a.name + '.html')}")
         return 0
+
+
+def _rel(p: Path) -> str:
+    try:
+        return str(Path(p).resolve().relative_to(REPO))
+    except ValueError:
+        return str(p)
 
 
 def _quote(s: str) -> str:

@@ -126,3 +126,23 @@ def test_repeats_and_merging_machines(tmp_path):
     md = (merged / "report.md").read_text()
     assert "other-box" in md, p.stdout
     assert json.loads((a / "runs/torch/lstm-eager/result.json").read_text())["repeats"] == r["repeats"]
+
+
+def test_environment_that_fails_to_build(tmp_path):
+    """That framework's runs are marked failed with the build error; the others go on."""
+    import shutil
+    specs = tmp_path / "envs"
+    shutil.copytree(REPO / "envs", specs)
+    (specs / "mxnet.yml").write_text((specs / "mxnet.yml").read_text().replace(
+        "mxnet==1.9.1", "frameval-no-such-package==0.0.1"))
+    env = dict(os.environ, FRAMEVAL_ENV_SPECS=str(specs))
+    out = tmp_path / "out"
+    p = subprocess.run([sys.executable, str(REPO / "run_all.py"), *SMALL, "--frameworks", "torch,mxnet",
+                        "--workloads", "lstm", "--out", str(out)], capture_output=True, text=True, env=env)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "environment mxnet FAILED to build" in p.stdout
+    r = {(x["framework"], x["workload"]): x for x in
+         (json.loads(f.read_text()) for f in (out / "runs").glob("*/*/result.json"))}
+    assert r["mxnet", "lstm"]["status"] == "failed" and r["mxnet", "lstm"]["error"]["type"] == "EnvBuildError"
+    assert r["torch", "lstm"]["status"] == "ok"
+    assert "EnvBuildError" in (out / "report.md").read_text()
