@@ -46,7 +46,8 @@ def key_parts(run: Run, freeze: str) -> dict:
     """Everything that decides a run's result, each part hashed on its own so
     that --dry-run can say which part changed."""
     nb = nbfile.read(run.notebook)
-    nb_module = b"".join(p.read_bytes() for p in sorted(NB_MODULE.glob("*.py")))
+    support = NB_MODULE.parent / "fw" / f"{run.framework}_support.py"
+    nb_module = b"".join(p.read_bytes() for p in sorted(NB_MODULE.glob("*.py")) + [support] if p.exists())
     params = {k: v for k, v in run.params.items() if k != "out_dir"}
     return {
         "code": _sha(nbfile.code_hash_text(nb)),

@@ -105,7 +105,6 @@ class Pipeline:
 
     # --------------------------------------------------------------- steps
     def write_plan(self):
-        from .workloads import PROFILE_FRAMEWORK_OVERRIDES
         notes = sorted({n for r in self.runs for n in r.profile_notes})
         plan = {"command": "python3 run_all.py " + " ".join(_quote(x) for x in self.argv),
                 "profile": self.args.profile, "frameworks": sorted({r.framework for r in self.runs}),
@@ -115,7 +114,6 @@ class Pipeline:
                 "frameval_version": __version__, "git_commit": git_commit(),
                 "runs": [r.name for r in self.runs if r.repeat == 1]}
         results.atomic_write_json(self.out / "plan.json", plan)
-        _ = PROFILE_FRAMEWORK_OVERRIDES
 
     def prepare_data(self):
         from . import data

@@ -8,8 +8,6 @@ notebook's parameters cell (papermill itself only warns about unknown names).
 """
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -178,8 +176,3 @@ def build_plan(frameworks: str = "all", workloads: str = "all", mode: str = "gra
                     runs.append(Run(fw, wl, m, device, p, path, profile, k,
                                     [f"{fw} {wl}: smaller {profile} size ({', '.join(notes)}) for a slow CPU kernel"] if notes else []))
     return runs
-
-
-def params_digest(params: dict) -> str:
-    clean = {k: v for k, v in params.items() if k != "out_dir"}
-    return hashlib.sha256(json.dumps(clean, sort_keys=True, default=str).encode()).hexdigest()[:16]

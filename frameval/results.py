@@ -9,8 +9,6 @@ Layout of an output folder:
 from __future__ import annotations
 
 import json
-import os
-import traceback
 from pathlib import Path
 
 from .nb.record import PARTIAL, RESULT, atomic_write_json
@@ -88,9 +86,5 @@ def write_result(d: Path, result: dict) -> Path:
     return atomic_write_json(Path(d) / RESULT, result)
 
 
-def format_exc_tail(exc: BaseException, limit: int = 4000) -> str:
-    return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-limit:]
-
-
 __all__ = ["WORKLOADS", "EPOCH_METRICS", "run_dir", "read_result", "load_runs", "failure_record",
-           "load_partial", "write_result", "format_exc_tail", "RESULT", "os"]
+           "load_partial", "write_result", "RESULT"]

@@ -1,7 +1,6 @@
 """Shared fixtures. The suite runs inside the runner environment
 (`python3 run_all.py test`), which builds it first."""
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path

@@ -11,7 +11,6 @@ import urllib.request
 import uuid
 
 import psutil
-import pytest
 
 from frameval import envs
 from frameval import notebook as nbfile

@@ -1,6 +1,5 @@
 """Every framework notebook: committed without outputs, the same cell order and
 tags, the shared parameter names, and a kernelspec the runner registers."""
-from pathlib import Path
 
 import pytest
 

@@ -1,7 +1,6 @@
 """The real notebooks in the real framework kernels, through the whole pipeline
 (papermill -> result.json -> collector), on tiny sizes: the numbers they
 produce are checked against the spec."""
-import json
 import math
 
 import pytest

@@ -12,7 +12,6 @@ import os
 import platform
 import socket
 import statistics
-import sys
 import time
 import traceback
 from pathlib import Path
