@@ -1,0 +1,88 @@
+"""TensorFlow helpers shared by notebooks/tensorflow/{lenet,dcgan,lstm}.ipynb.
+
+Importing this module imports TensorFlow and Keras 3 (backend forced to TensorFlow)
+quietly: file descriptor 2 is silenced around the import and the Python loggers are
+set to ERROR. So the setup cell imports it right after `rec = nb.Recorder(...)`:
+
+    rec = nb.Recorder(...)                      # thread env vars first
+    from frameval.fw import tensorflow_support as fw
+    import tensorflow as tf                     # already imported, now silently
+    ...threads with tf.config.threading...
+    dev, gpu_hooks = fw.choose_device(device)
+    rec.after_import(tf.__version__, **gpu_hooks)
+
+- `SpecAdam`: Keras' Adam with the spec's (PyTorch's) epsilon placement.
+- `choose_device`: CPU or GPU, and the recorder's GPU hooks.
+
+See docs/frameworks/tensorflow.md ("Defaults set explicitly", "Device, threads, ...").
+"""
+import contextlib
+import logging
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # the frameval kernel sets it too
+os.environ["KERAS_BACKEND"] = "tensorflow"          # Keras 3 could be configured for another backend
+
+
+@contextlib.contextmanager
+def c_stderr_silenced():
+    """TensorFlow's C++ start-up lines (oneDNN notice, CUDA probe) are written to file
+    descriptor 2 before its logging is configured, so TF_CPP_MIN_LOG_LEVEL cannot stop
+    them. Silence descriptor 2 around the import only; Python exceptions still show."""
+    saved, null = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved), os.close(null)
+
+
+with c_stderr_silenced():
+    import tensorflow as tf
+    import keras
+    from keras import layers  # noqa: F401  (imported under the silencer, as the notebooks use it)
+import absl.logging
+
+tf.get_logger().setLevel(logging.ERROR)
+absl.logging.set_verbosity(absl.logging.ERROR)
+
+
+class SpecAdam(keras.optimizers.Adam):
+    """Keras' Adam with epsilon added after the bias correction, as in the Adam paper's
+    Algorithm 1 and PyTorch: the spec's optimizer. Stock Keras adds epsilon to sqrt(v)
+    before the correction, where 1e-8 acts like 1e-8 / sqrt(1 - 0.999**t), 32x larger
+    at step 1: enough to shrink the first updates of weights whose gradients are tiny.
+    Uses Keras 3 internals (`_momentums`, `_velocities`, `_get_variable_index`)."""
+
+    def update_step(self, gradient, variable, learning_rate):
+        i = self._get_variable_index(variable)
+        m, v = self._momentums[i], self._velocities[i]
+        t = tf.cast(self.iterations + 1, variable.dtype)
+        gradient = tf.cast(gradient, variable.dtype)
+        self.assign_add(m, (gradient - m) * (1 - self.beta_1))
+        self.assign_add(v, (tf.square(gradient) - v) * (1 - self.beta_2))
+        denom = tf.sqrt(v) / tf.sqrt(1 - self.beta_2 ** t) + self.epsilon
+        self.assign_sub(variable, tf.cast(learning_rate, variable.dtype) / (1 - self.beta_1 ** t) * m / denom)
+
+
+def choose_device(device):
+    """Before the first op: the GPU with memory growth (device == "gpu"; raises where TensorFlow
+    sees none) or the CPU with every GPU hidden. Returns (device string for `tf.device`,
+    keywords for `rec.after_import`: clock sync, allocator peak and GPU name, None on the CPU)."""
+    gpus = tf.config.list_physical_devices("GPU")
+    if device == "gpu":
+        if not gpus:
+            raise RuntimeError("device='gpu' but tf.config.list_physical_devices('GPU') is empty in this environment")
+        for g in gpus:  # before the runtime starts, or TensorFlow reserves the whole card
+            tf.config.experimental.set_memory_growth(g, True)
+        dev = "/GPU:0"
+    else:
+        tf.config.set_visible_devices([], "GPU")  # a CPU run never touches a GPU, even where one is present
+        dev = "/CPU:0"
+    gpu = device == "gpu"
+    return dev, dict(
+        sync=tf.test.experimental.sync_devices if gpu else None,
+        reset_device_peak=(lambda: tf.config.experimental.reset_memory_stats("GPU:0")) if gpu else None,
+        device_peak_mb=(lambda: tf.config.experimental.get_memory_info("GPU:0")["peak"] / 1e6) if gpu else None,
+        gpu_name=tf.config.experimental.get_device_details(gpus[0]).get("device_name", "GPU") if gpu else None)
