@@ -209,8 +209,12 @@ class Pipeline:
         return failed or self._any_failed()
 
     def _any_failed(self) -> bool:
-        return any(r.get("status") != "ok" for r in results.load_runs(self.out)
-                   if r.get("framework") in {x.framework for x in self.runs})
+        """Any planned run whose result is not ok (other runs in the folder do not count)."""
+        for run in self.runs:
+            p = results.run_dir(self.out, run.framework, run.workload, run.mode, run.device, run.repeat) / results.RESULT
+            if not p.exists() or results.read_result(p).get("status") != "ok":
+                return True
+        return False
 
     def merge_repeats(self):
         """Put every repeat's steady epoch time into the first repeat's result."""
