@@ -51,18 +51,20 @@ def integer(v) -> str:
     return _raw(v) if x is None else f"{int(round(x)):,}"
 
 
-def mb(v) -> str:
+def _magnitude(v) -> str:
+    """Whole numbers with separators from 100 up, three significant digits below."""
     x = num(v)
     if x is None:
         return _raw(v)
     return f"{x:,.0f}" if x >= 100 else sig(x, 3)
+
+
+def mb(v) -> str:
+    return _magnitude(v)
 
 
 def rate(v) -> str:
-    x = num(v)
-    if x is None:
-        return _raw(v)
-    return f"{x:,.0f}" if x >= 100 else sig(x, 3)
+    return _magnitude(v)
 
 
 def percent(v) -> str:
