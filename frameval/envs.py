@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .envspec import EnvSpec, parse_spec
-from .nb.paths import envs_dir
+from .paths import envs_dir
 
 REPO = Path(__file__).resolve().parent.parent
 # FRAMEVAL_ENV_SPECS points at another folder of <fw>.yml specs (custom pins; the tests' broken env).

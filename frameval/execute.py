@@ -22,7 +22,7 @@ from pathlib import Path
 from . import notebook as nbfile
 from . import results
 from .envs import jupyter_env
-from .nb.paths import data_cache_dir
+from .paths import data_cache_dir
 from .plan import REPO, Run
 
 NB_MODULE = REPO / "frameval" / "nb"

@@ -1,0 +1,52 @@
+"""Per-user folders, computed with the standard library only (the runner reads
+them before its own environment exists; `frameval/nb/paths.py` re-exports them
+for the notebooks).
+
+Framework environments do not have platformdirs, yet a notebook opened by hand
+must find the same data cache the runner prepared. So the rule lives here and
+follows `platformdirs.user_cache_dir("frameval")` / `user_data_dir` (a test
+checks that both agree). `FRAMEVAL_CACHE_DIR` overrides the cache root.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+APP = "frameval"
+
+
+def user_cache_dir() -> Path:
+    if os.environ.get("FRAMEVAL_CACHE_DIR"):
+        return Path(os.environ["FRAMEVAL_CACHE_DIR"])
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Caches" / APP
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
+        return Path(base) / APP / APP / "Cache"
+    base = os.environ.get("XDG_CACHE_HOME", "").strip() or str(Path.home() / ".cache")
+    return Path(base) / APP
+
+
+def user_data_dir() -> Path:
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Application Support" / APP
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
+        return Path(base) / APP / APP
+    base = os.environ.get("XDG_DATA_HOME", "").strip() or str(Path.home() / ".local" / "share")
+    return Path(base) / APP
+
+
+def data_cache_dir() -> Path:
+    """Where the runner writes prepared data sets and notebooks read them."""
+    return user_cache_dir() / "data"
+
+
+def envs_dir() -> Path:
+    return user_cache_dir() / "envs"
+
+
+def hand_runs_dir() -> Path:
+    """Where a notebook run by hand (no `out_dir` given) writes its result.json."""
+    return user_data_dir() / "notebook-runs"
