@@ -432,7 +432,7 @@ def test_browser_renders_report(built, lang, tmp_path):
 
 
 def test_check_cell_names_the_failing_tensors():
-    from frameval.report.model import check_cell
+    from frameval.report.check import check_cell
     S = Strings("en")
     chk = {"forward": {"fake": 6e-7}, "losses": {"d_loss": 5e-8}, "step": {"generator.bn0.bias": 0.123,
                                                                           "generator.fc.weight": 3.6e-4},
@@ -442,3 +442,83 @@ def test_check_cell_names_the_failing_tensors():
     assert c["cls"] == "flag" and "generator.bn0.bias 1.2e-01" in c["t"] and "fc.weight" not in c["t"]
     assert check_cell(dict(chk, ok=None, missing=["step"]), S)["cls"] == "warn"
     assert check_cell(None, S)["t"] == "n/a"
+
+
+# ------------------------------------------------------------------ the report is never lost (issue 19)
+def test_single_epoch_gif(tmp_path):
+    """One DCGAN epoch: one grid, a still GIF (a list of durations made Pillow raise)."""
+    import imageio.v3 as iio
+    from frameval.report.charts import make_gif
+    grid = FIX / "cpu/runs/torch/dcgan-graph/grids/epoch_001.png"
+    gif = make_gif([grid], tmp_path / "one.gif")
+    assert gif and iio.imread(gif, index=None).shape[0] == 1
+
+
+def _section(html, start, end):
+    return html[html.index(start):html.index(end)]
+
+
+@pytest.mark.parametrize("fault, what", [("GIF", "the training GIF of PyTorch graph @alpha"),
+                                         ("the table “Fairness audit · DCGAN", "the table “Fairness audit · DCGAN"),
+                                         ("the section “LSTM", "the section “LSTM (CO2 time series)”"),
+                                         ("the chart “LeNet-5 (MNIST classification): metrics", "the chart “LeNet-5")])
+def test_a_part_that_fails_is_shown_and_the_rest_written(tmp_path, monkeypatch, fault, what):
+    monkeypatch.setenv("FRAMEVAL_REPORT_FAULT", fault)
+    info = report.build(SOURCES, tmp_path, lang="en", title=TITLE)
+    html = Path(info["html"]).read_text(encoding="utf-8")
+    md = Path(info["md"]).read_text(encoding="utf-8")
+    assert info["problems"] and all(p.startswith("could not draw " + what[:20]) for p in info["problems"]), info["problems"]
+    reason = "RuntimeError: injected failure (FRAMEVAL_REPORT_FAULT="
+    for text, esc in ((html, lambda t: t), (md, fmt.md)):
+        assert text.count(esc("could not draw " + what[:20])) >= 2  # in place, and in the errors summary
+        assert esc(reason) in text
+    # named in the first lines and in the errors summary, in both files
+    assert '<div class="flagbox alerts"' in html.split('<section id="metadata">')[0]
+    assert f"{len(info['problems'])} part(s) of this report could not be drawn" in md.split('<a name="metadata">')[0]
+    assert "could not draw" in _section(html, '<section id="errors">', '<section id="reproduce">')
+    assert "could not draw" in _section(md, '<a name="errors">', '<a name="reproduce">')
+    # the rest is there
+    for sid in ("metadata", "summary", "environment", "audit", "check", "code", "errors", "reproduce"):
+        assert f'id="{sid}"' in html
+    assert html.count("<script") == 1 and "<script" not in strip_fences(md).lower()
+    with pytest.raises(report.ReportIncomplete, match="could not draw"):
+        report.finish(info)
+
+
+def test_whole_report_failure_still_writes_a_page(tmp_path, monkeypatch):
+    monkeypatch.setenv("FRAMEVAL_REPORT_FAULT", "报告")
+    info = report.build(SOURCES, tmp_path, lang="zh", title=TITLE)
+    html = Path(info["html"]).read_text(encoding="utf-8")
+    assert "无法绘制报告" in html and "&lt;script&gt;" in html and "<script" not in html
+    assert "无法绘制报告" in Path(info["md"]).read_text(encoding="utf-8")
+
+
+def test_report_that_cannot_be_written_says_why_in_one_line(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    with pytest.raises(report.ReportError) as e:
+        report.build(SOURCES, blocker / "out", lang="en")
+    msg = str(e.value)
+    assert msg.startswith("no report written: cannot create") and "\n" not in msg
+
+
+def test_finish_passes_a_complete_report(built):
+    report.finish(built["en"]["info"])
+    assert built["en"]["info"]["problems"] == [] and built["zh"]["info"]["problems"] == []
+
+
+def test_collect_notebook_exit_names_what_failed(tmp_path):
+    """The collector writes the report, then exits non-zero naming the part it could not draw."""
+    pytest.importorskip("papermill")
+    pfile = tmp_path / "params.json"
+    pfile.write_text(json.dumps({"sources": [str(s) for s in SOURCES], "out_dir": str(tmp_path), "name": "col"}))
+    env = dict(os.environ, FRAMEVAL_REPO=str(REPO), FRAMEVAL_REPORT_FAULT="GIF",
+               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH", "")])))
+    p = subprocess.run([sys.executable, "-m", "papermill", str(REPO / "notebooks" / "collect.ipynb"),
+                        str(tmp_path / "collect.ipynb"), "-f", str(pfile), "-k", "python3", "--cwd", str(tmp_path),
+                        "--no-progress-bar"], capture_output=True, text=True, env=env, timeout=600)
+    assert p.returncode != 0
+    last = [x for x in p.stderr.splitlines() if x.strip()][-1]
+    assert last.startswith("ReportIncomplete: report written") and "could not draw the training GIF of PyTorch graph" in last, p.stderr[-2000:]
+    assert "could not draw the training GIF" in (tmp_path / "col.html").read_text(encoding="utf-8")
+    assert (tmp_path / "col.md").exists()

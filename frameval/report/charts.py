@@ -283,8 +283,11 @@ def make_gif(frames_paths, out_path, duration_ms: int = 400) -> Path | None:
         return None
     shape = frames[0].shape
     frames = [f for f in frames if f.shape == shape]
-    durations = [duration_ms] * (len(frames) - 1) + [duration_ms * 4]
     out_path = Path(out_path)
+    if len(frames) == 1:  # one epoch: a still GIF (Pillow takes no list of durations for one frame)
+        iio.imwrite(out_path, frames[0], extension=".gif")
+        return out_path
+    durations = [duration_ms] * (len(frames) - 1) + [duration_ms * 4]
     iio.imwrite(out_path, np.stack(frames), extension=".gif", duration=durations, loop=0)
     return out_path
 

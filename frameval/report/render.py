@@ -85,21 +85,88 @@ SORT_JS = """
 """
 
 
-def render_html(ctx: dict, templates: Path, assets: Path) -> str:
+def _html_broken(text) -> Markup:
+    return Markup('<div class="flagbox broken" role="alert">⚠ {}</div>').format(text)
+
+
+def _md_broken(text) -> Markup:
+    return Markup(f"\n> ⚠️ **{fmt.md(text)}**\n\n")
+
+
+def _guard(problems, broken):
+    """`{{ guard(what, macro, *args) }}` in a template: the macro's output, or a
+    visible "could not draw <what>: <reason>" when it raises."""
+    def guard(what, fn, *args, **kw):
+        try:
+            problems.inject(what)
+            return Markup(fn(*args, **kw))
+        except Exception as e:  # noqa: BLE001 - one part fails, the report goes on
+            return broken(problems.add(what, e)["text"])
+    return guard
+
+
+def render_html(ctx: dict, templates: Path, assets: Path, problems=None) -> str:
     env = _env(templates, True)
     env.filters["datauri"] = _datauri(assets)
+    env.globals["guard"] = _guard(problems, _html_broken) if problems is not None else (lambda what, fn, *a, **k: fn(*a, **k))
+    env.globals["broken"] = _html_broken
     digest = base64.b64encode(hashlib.sha256(SORT_JS.encode("utf-8")).digest()).decode("ascii")
     return env.get_template("report.html.j2").render(**ctx, sort_js=Markup(SORT_JS),
-                                                     csp_script=Markup(f"'sha256-{digest}'"))
+                                                     csp_script=Markup(f"'sha256-{digest}'")).lstrip()
 
 
-def render_markdown(ctx: dict, templates: Path) -> str:
+def render_markdown(ctx: dict, templates: Path, problems=None) -> str:
     env = _env(templates, False, finalize=fmt.md_finalize)
     env.filters["mdlink"] = _mdlink
     env.filters["mdimg"] = _mdimg
     env.filters["raw"] = lambda s: Markup(str(s))
+    env.globals["guard"] = _guard(problems, _md_broken) if problems is not None else (lambda what, fn, *a, **k: Markup(fn(*a, **k)))
+    env.globals["broken"] = _md_broken
     text = env.get_template("report.md.j2").render(**ctx)
-    return re.sub(r"\n{3,}", "\n\n", text)
+    return re.sub(r"\n{3,}", "\n\n", text).lstrip()
+
+
+def render_all(ctx, templates: Path, assets: Path, problems, S, a) -> tuple:
+    """(Markdown, HTML). A part that fails during rendering is recorded; then
+    both are rendered again so that each lists every failure. When a whole
+    template fails, a plain page says why and lists what failed."""
+    md = html = None
+    for _ in range(3):
+        seen = len(problems.items)
+        md = _render_or_none(render_markdown, problems, S("what_format", fmt="Markdown"), ctx, templates, problems)
+        html = _render_or_none(render_html, problems, S("what_format", fmt="HTML"), ctx, templates, assets, problems)
+        if len(problems.items) == seen:
+            break
+    if md is None:
+        md = fallback_markdown(a["title"], problems, S)
+    if html is None:
+        html = fallback_html(a["title"], problems, S, a["lang"])
+    return md, html
+
+
+def _render_or_none(fn, problems, what, ctx, *args):
+    if ctx is None:
+        return None
+    try:
+        return fn(ctx, *args)
+    except Exception as e:  # noqa: BLE001
+        problems.add(what, e)
+        return None
+
+
+def fallback_markdown(title, problems, S) -> str:
+    lines = [f"# {fmt.md(title)}", "", f"> ⚠️ **{fmt.md(S('fallback_intro'))}**", ""]
+    lines += [f"- {fmt.md(t)}" for t in problems.texts()]
+    return "\n".join(lines) + "\n"
+
+
+def fallback_html(title, problems, S, lang) -> str:
+    items = "".join(f"<li>{html.escape(t)}</li>" for t in problems.texts())
+    return (f'<!DOCTYPE html>\n<html lang="{"zh-CN" if lang == "zh" else "en"}"><head><meta charset="utf-8">'
+            f"<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'\">"
+            f"<title>{html.escape(title)}</title></head><body><h1>{html.escape(title)}</h1>"
+            f'<section id="errors"><p><strong>{html.escape(S("fallback_intro"))}</strong></p><ul>{items}</ul></section>'
+            "</body></html>\n")
 
 
 # ------------------------------------------------------------------ the author's notes

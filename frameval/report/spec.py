@@ -79,7 +79,7 @@ def match_counts(workload: str, counts: dict) -> dict:
 def audit_count(workload: str, net: str, value) -> str:
     """'ok', 'structural' (explained), 'mismatch' or 'missing'."""
     expected = PARAM_COUNTS.get(workload, {}).get(net)
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or value != value or value in (float("inf"), float("-inf")):
         return "missing"
     if int(value) == expected:
         return "ok"

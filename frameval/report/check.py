@@ -1,0 +1,132 @@
+"""The "Same function?" section: each run's numerical check against the numpy
+float64 reference (`result.json["check"]`): forward, losses, gradients, one
+step, the update after k Adam steps, BatchNorm running statistics."""
+from __future__ import annotations
+
+from . import fmt
+from .model import cell, d_, header, l_
+from .spec import MODES, WORKLOADS, framework_name, order_key
+
+SECTIONS = ("forward", "losses", "grads", "step", "update", "running")
+
+
+def _sci(v) -> str:
+    x = fmt.num(v)
+    return f"{x:.1e}" if x is not None else fmt.NA if v is None else str(v)
+
+
+def check_failures(chk) -> list:
+    """[(section, name, error, tolerance)] over the tolerance, worst first."""
+    chk = d_(chk)
+    tol = d_(chk.get("tolerances"))
+    out = []
+    for section in SECTIONS:
+        t = fmt.num(tol.get(section))
+        for name, err in d_(chk.get(section)).items():
+            e = fmt.num(err)
+            if t is not None and (e is None and err is not None or e is not None and e > t):
+                out.append((section, str(name), e if e is not None else float("inf"), t))
+    return sorted(out, key=lambda x: -x[2])
+
+
+def check_summary(chk, S) -> list:
+    """Why a check failed: its problems, the tensors over tolerance, the diagnosis."""
+    chk = d_(chk)
+    fails = [f"{sec} {name} {err:.1e} > {t:.0e}" for sec, name, err, t in check_failures(chk)]
+    return [str(p) for p in l_(chk.get("problems"))] + fails + [str(d) for d in l_(chk.get("diagnosis"))]
+
+
+def check_cell(chk, S, failed_run=False):
+    """✓ / ✗ / ?; `failed_run`: the run's status is check_failed, so ✗ whatever the record says."""
+    if not isinstance(chk, dict):
+        if failed_run:
+            return cell("✗ " + S("check_failed_no_detail"), "fail", "flag")
+        return cell(fmt.NA, None, "na", S("tip_no_check"))
+    ok = chk.get("ok")
+    errs = {"forward": fmt.num(chk.get("max_forward_err")), "step": fmt.num(chk.get("max_step_err"))}
+    detail = "; ".join(f"{k} {v:.1e}" for k, v in errs.items() if v is not None)
+    problems = [str(p) for p in l_(chk.get("problems"))]
+    missing = [str(p) for p in l_(chk.get("missing"))]
+    if ok is True and not failed_run:
+        return cell("✓ " + detail, "ok", "ok", S("tip_check_ok"))
+    if ok is False or failed_run:
+        fails = [f"{sec} {name} {err:.1e} > {t:.0e}" for sec, name, err, t in check_failures(chk)]
+        shown = problems[:2] + fails[:max(0, 3 - len(problems[:2]))]
+        why = [str(d) for d in l_(chk.get("diagnosis"))]
+        text = "✗ " + ("; ".join(shown) or detail or S("check_failed_no_detail")) + (" — " + "; ".join(why) if why else "")
+        return cell(text, "fail", "flag", "; ".join(problems + fails + why))
+    return cell("? " + (detail or S("check_incomplete")) + (f" ({S('check_missing')}: {', '.join(missing[:4])})" if missing else ""),
+                "incomplete", "warn", "; ".join(problems + missing))
+
+
+def _key(w):
+    return (w["fw"], w["mode"], w["device"], w["host"] or "", w["variant"])
+
+
+def check_table(rows, S):
+    """One line per framework x mode (x device, machine, variant), one column per workload."""
+    runs = sorted({_key(w) for w in rows},
+                  key=lambda k: (order_key(k[0]), k[2], MODES.index(k[1]) if k[1] in MODES else 9, k[3], k[4]))
+    wls = [wl for wl in WORKLOADS if any(w["workload"] == wl for w in rows)]
+    idx = {_key(w) + (w["workload"],): w for w in rows}
+    hosts = len({k[3] for k in runs}) > 1
+    heads = [header(S("col_framework")), header(S("col_mode"))] + [header(S("wl_" + wl)) for wl in wls]
+    body, failed, any_check = [], [], False
+    for fw, mode, dev, host, variant in runs:
+        name = (framework_name(fw) + (f" ({dev.upper()})" if dev != "cpu" else "") + (f" @{host}" if host and hosts else "")
+                + (f" [{variant}]" if variant else ""))
+        line = [cell(name, fw), cell(mode, mode)]
+        for wl in wls:
+            w = idx.get((fw, mode, dev, host, variant, wl))
+            if w is None:
+                line.append(cell("—", None, "na"))
+                continue
+            chk = w["r"].get("check")
+            any_check = any_check or isinstance(chk, dict)
+            c = check_cell(chk, S, w["check_failed"])
+            line.append(c)
+            if c["v"] == "fail":
+                failed.append({"run": w["label"], "workload": wl, "text": c["t"][2:]})
+        body.append(line)
+    return {"id": "table-check", "headers": heads, "rows": body, "sortable": True}, failed, any_check
+
+
+def _section_cell(chk, section):
+    vals = {str(k): fmt.num(v) if fmt.num(v) is not None else v for k, v in d_(chk.get(section)).items()}
+    if not vals:
+        return cell(fmt.NA, None, "na")
+    nums = {k: v for k, v in vals.items() if isinstance(v, float)}
+    bad = {k: v for k, v in vals.items() if not isinstance(v, float) and v is not None}
+    worst = sorted(nums.items(), key=lambda kv: -kv[1])
+    t = fmt.num(d_(chk.get("tolerances")).get(section))
+    top = max(nums.values()) if nums else None
+    title = "; ".join([f"{k} {v}" for k, v in bad.items()] + [f"{k} {_sci(v)}" for k, v in worst[:4]])
+    if bad:
+        return cell(str(next(iter(bad.values()))), None, "flag" if t is not None else "warn", title)
+    cls = "flag" if t is not None and top is not None and top > t else ("ok" if t is not None else "")
+    return cell(_sci(top), top, cls, title)
+
+
+def check_detail_table(rows, S):
+    """The errors per part of the check (the largest relative error over the
+    tensors; the tooltip names the worst), with k and the batch; None when no
+    run recorded a check."""
+    crows = [w for w in rows if isinstance(w["r"].get("check"), dict)]
+    if not crows:
+        return None
+    heads = ([header(S("col_run")), header(S("col_workload"))]
+             + [header(S("chk_" + s), True, S("tip_chk_" + s)) for s in SECTIONS]
+             + [header(S("col_chk_steps"), True), header(S("col_chk_batch"), True), header(S("col_verdict"))])
+    body = []
+    for w in crows:
+        chk = w["r"]["check"]
+        line = [cell(w["label"], w["id"]), cell(S("wl_" + w["workload"]) if ("wl_" + w["workload"]) in S.raw else w["workload"])]
+        line += [_section_cell(chk, s) for s in SECTIONS]
+        for k in ("steps", "batch_size"):
+            v = chk.get(k)
+            line.append(cell(fmt.integer(v) if v is not None else fmt.NA, fmt.num(v), "na" if v is None else ""))
+        v = check_cell(chk, S, w["check_failed"])
+        line.append(cell(v["t"][:1] if v["t"][:1] in ("✓", "✗", "?") else v["t"], v["v"], v["cls"], v["title"]))
+        body.append(line)
+    return {"id": "table-check-detail", "headers": heads, "rows": body, "sortable": True,
+            "row_ids": [w["id"] for w in crows]}

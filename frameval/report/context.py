@@ -1,0 +1,158 @@
+"""The report's frame: the environment section (machines, framework
+environments, package lists), the metadata table and the "Reproduce" section."""
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+from pathlib import Path
+
+from .. import __version__ as FRAMEVAL_VERSION
+from . import fmt
+from .model import d_
+from .spec import FRAMEWORK_PACKAGES, framework_name
+
+
+def git_commit(repo: Path):
+    try:
+        out = subprocess.run(["git", "-C", str(repo), "rev-parse", "--short=12", "HEAD"], capture_output=True,
+                             text=True, timeout=10)
+        return out.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+# ------------------------------------------------------------------ environment
+def machines(rows, S) -> list:
+    found = {}
+    for w in rows:
+        env = d_(w["r"].get("environment"))
+        m = d_(env.get("machine"))
+        host = str(m.get("hostname") or fmt.NA)
+        e = found.setdefault(host, {"host": host, "cpu": m.get("cpu"), "cores": m.get("cores"),
+                                    "memory_gb": m.get("memory_gb"), "os": m.get("os"), "gpus": set(), "drivers": set()})
+        gpu = env.get("gpu")
+        if isinstance(gpu, dict):
+            if gpu.get("name"):
+                e["gpus"].add(str(gpu["name"]))
+            if gpu.get("driver"):
+                e["drivers"].add(str(gpu["driver"]))
+        elif gpu:
+            e["gpus"].add(str(gpu))
+        for k in ("gpu_driver", "driver"):
+            if env.get(k):
+                e["drivers"].add(str(env[k]))
+    return [{"host": m["host"], "cpu": str(m["cpu"] or fmt.NA), "cores": fmt.integer(m["cores"]),
+             "memory": (fmt.sig(m["memory_gb"]) + " GB") if fmt.num(m["memory_gb"]) is not None else fmt.NA,
+             "gpu": ", ".join(sorted(m["gpus"])) or S("none"), "driver": ", ".join(sorted(m["drivers"])) or fmt.NA,
+             "os": str(m["os"] or fmt.NA)} for m in found.values()]
+
+
+def _recorded(frows, key):
+    return {str(d_(w["r"].get("environment")).get(key)) for w in frows if d_(w["r"].get("environment")).get(key)}
+
+
+def framework_env(fw, rows, elist, S) -> dict:
+    frows = [w for w in rows if w["fw"] == fw]
+    pys = _recorded(frows, "python") | {str(e["python"]) for e in elist if e.get("python")}
+    threads = sorted({str(w["r"].get("threads")) for w in frows if w["r"].get("threads") is not None})
+    packages, specs = [], []
+    names = FRAMEWORK_PACKAGES.get(fw, (fw,))
+    for e in elist:
+        for line in str(e.get("freeze") or "").splitlines():
+            pkg = line.split("==")[0].split(" @ ")[0].strip().lower()
+            if pkg in names or any(pkg.startswith(n + "-") for n in names):
+                packages.append(line.strip())
+        specs.append(" ".join(x for x in (str(e.get("spec_name") or ""), f"({e['backend']})" if e.get("backend") else "") if x))
+    return {"fw": fw, "name": framework_name(fw),
+            "version": ", ".join(sorted({str(w["version"]) for w in frows if w["version"]})) or fmt.NA,
+            "python": ", ".join(sorted(pys)) or fmt.NA, "numpy": ", ".join(sorted(_recorded(frows, "numpy"))) or fmt.NA,
+            "packages": ", ".join(sorted(set(packages))) or fmt.NA, "threads": ", ".join(threads) or fmt.NA,
+            "spec": "; ".join(specs) or S("env_not_recorded"),
+            "key": ", ".join(str(e.get("key")) for e in elist if e.get("key")) or fmt.NA}
+
+
+def environment(rows, envs, frameworks, S):
+    freezes = []
+    for fw in frameworks:
+        for e in envs.get(fw) or []:
+            text = str(e.get("freeze") or "").strip()
+            freezes.append({"name": framework_name(fw), "spec": str(e.get("spec_name") or fw), "text": text,
+                            "n": len([x for x in text.splitlines() if x.strip()]), "fence": fmt.fence(text or fmt.NA)})
+    return {"machines": machines(rows, S), "frameworks": [framework_env(fw, rows, envs.get(fw) or [], S) for fw in frameworks],
+            "freezes": freezes}
+
+
+# ------------------------------------------------------------------ metadata
+def metadata(a, rows, plans, env, frameworks, multi_host, S, now) -> list:
+    plan = plans[0] if plans else {}
+    commit = plan.get("git_commit") or git_commit(a["repo"])
+    versions = []
+    for fw in frameworks:
+        vs = sorted({str(w["version"]) for w in rows if w["fw"] == fw and w["version"]})
+        versions.append(f"{framework_name(fw)} {', '.join(vs) if vs else fmt.NA}")
+    devices = []
+    for m in env.get("machines") or []:
+        d = f"{m['cpu']} ({S('cores', n=m['cores'])})" + (f"; GPU {m['gpu']}" if m["gpu"] != S("none") else "")
+        devices.append((f"{m['host']}: " if multi_host else "") + d)
+    n_failed = len([w for w in rows if not w["ok"]])
+    n_check = len([w for w in rows if w["check_failed"]])
+    meta = [(S("meta_title"), a["title"]), (S("meta_author"), a["author"] or fmt.NA),
+            (S("meta_date"), now.strftime("%Y-%m-%d %H:%M %Z").strip()),
+            (S("meta_frameval"), f"{plan.get('frameval_version') or FRAMEVAL_VERSION}" + (f" ({S('commit')} {commit})" if commit else "")),
+            (S("meta_frameworks"), S.join(versions) or fmt.NA), (S("meta_device"), "; ".join(devices) or fmt.NA),
+            (S("meta_runs"), S("meta_runs_value", n=len(rows), ok=len(rows) - n_failed - n_check, failed=n_failed)
+             + (" " + S("meta_runs_check", n=n_check) if n_check else ""))]
+    for key, label in (("profile", "meta_profile"), ("started", "meta_started")):
+        if plan.get(key):
+            meta.append((S(label), str(plan[key])))
+    if plan.get("overrides"):
+        meta.append((S("meta_overrides"), fmt.value(plan["overrides"])))
+    meta.append((S("meta_sources"), ", ".join(Path(s).name or s for s in a["sources"]) or fmt.NA))
+    return meta
+
+
+# ------------------------------------------------------------------ reproduce
+def collect_command(sources, out_dir, lang, name, title, author, notes_file, repo) -> str:
+    """The papermill line that reruns only the collector on the same folders."""
+    def rel(p):
+        p = Path(p).resolve()
+        try:
+            return str(p.relative_to(Path(repo).resolve()))
+        except ValueError:
+            return str(p)
+    params = {"sources": [rel(s) for s in sources], "out_dir": rel(out_dir), "lang": lang, "name": name}
+    for k, v in (("title", title), ("author", author)):
+        if v:
+            params[k] = v
+    if notes_file:
+        params["notes_file"] = rel(notes_file)
+    return (f"papermill notebooks/collect.ipynb {shlex.quote(rel(Path(out_dir) / (name + '-collect.ipynb')))} "
+            f"-y {shlex.quote(json.dumps(params, ensure_ascii=False))}")
+
+
+def env_specs(frameworks, envs, repo: Path) -> list:
+    specs = []
+    for fw in frameworks:
+        es = envs.get(fw) or []
+        for e in es:
+            text = str(e.get("spec_text") or "")
+            specs.append({"name": framework_name(fw), "spec": str(e.get("spec_name") or e.get("spec_path") or fw),
+                          "text": text, "fence": fmt.fence(text or fmt.NA, "yaml"), "recorded": True})
+        p = Path(repo) / "envs" / f"{fw}.yml"
+        if not es and p.is_file():
+            t = p.read_text(encoding="utf-8")
+            specs.append({"name": framework_name(fw), "spec": f"envs/{fw}.yml", "text": t,
+                          "fence": fmt.fence(t, "yaml"), "recorded": False})
+    return specs
+
+
+def reproduce(a, plans, frameworks, envs) -> dict:
+    plan = plans[0] if plans else {}
+    collect = collect_command(a["sources"], a["out_dir"], a["lang"], a["name"], a["title_arg"], a["author"],
+                              a["notes_file"], a["repo"])
+    command = a["command"] or plan.get("command") or collect
+    pc = plan.get("command") if plan.get("command") and plan.get("command") != command else ""
+    return {"command": command, "command_fence": fmt.fence(command or fmt.NA, "bash"), "plan_command": pc,
+            "plan_fence": fmt.fence(pc or "", "bash"), "collect": collect,
+            "specs": env_specs(frameworks, envs, a["repo"])}

@@ -1,0 +1,154 @@
+"""The generated sentences of the summary, each pointing at the section that
+backs it. Speed is ranked by samples/s (never by seconds per epoch: runs may
+train different sample counts)."""
+from __future__ import annotations
+
+from . import fmt
+from .media import dev_suffix, wl_name
+from .model import fastest_by_device, final, speed_ratio
+
+
+def speed_findings(wl, wrows, S) -> list:
+    out = []
+    devices = sorted({w["device"] for w in wrows})
+    for dev, best in sorted(fastest_by_device(wrows).items()):
+        others = sorted([w for w in wrows if w["device"] == dev and w is not best and speed_ratio(w, best) is not None],
+                        key=lambda w: -w["samples_per_s"])
+        name = wl_name(S, wl) + dev_suffix(S, dev, devices)
+        kw = dict(workload=name, run=best["label"], sps=fmt.rate(best["samples_per_s"]), steady=fmt.seconds(best["steady"]))
+        if others:
+            items = S.join(S("ratio_item", run=w["label"], ratio=fmt.ratio(speed_ratio(w, best))) for w in others)
+            text = S("finding_fastest", others=items, **kw)
+        else:
+            text = S("finding_fastest_single", **kw)
+        out.append({"kind": "speed", "text": text, "anchor": f"wl-{wl}"})
+    return out
+
+
+def memory_findings(wl, wrows, S) -> list:
+    out = []
+    devices = sorted({w["device"] for w in wrows})
+    for dev in devices:
+        ok = [w for w in wrows if w["ok"] and w["device"] == dev and fmt.num(w["peak_rss_mb"]) is not None]
+        if not ok:
+            continue
+        lo = min(ok, key=lambda w: fmt.num(w["peak_rss_mb"]))
+        hi = max(ok, key=lambda w: fmt.num(w["peak_rss_mb"]))
+        key = "finding_memory" if lo is not hi else "finding_memory_single"
+        out.append({"kind": "memory", "anchor": f"wl-{wl}",
+                    "text": S(key, workload=wl_name(S, wl) + dev_suffix(S, dev, devices), run=lo["label"],
+                              mb=fmt.mb(lo["peak_rss_mb"]), run2=hi["label"], mb2=fmt.mb(hi["peak_rss_mb"]))})
+    okd = [w for w in wrows if w["ok"] and fmt.num(w["peak_device_mb"]) is not None]
+    if okd:
+        lo = min(okd, key=lambda w: fmt.num(w["peak_device_mb"]))
+        out.append({"kind": "memory", "anchor": f"wl-{wl}",
+                    "text": S("finding_device_memory", workload=wl_name(S, wl), run=lo["label"], mb=fmt.mb(lo["peak_device_mb"]))})
+    return out
+
+
+def _extremes(vals):
+    best = max(vals, key=lambda x: x[1])
+    worst = min(vals, key=lambda x: x[1])
+    return best, worst
+
+
+def quality_finding(wl, wrows, S):
+    ok = [w for w in wrows if w["ok"]]
+    name = wl_name(S, wl)
+    if wl in ("lenet", "lstm"):
+        key = "test_acc" if wl == "lenet" else "val_r2"
+        vals = [x for x in ((w, fmt.num(final(w["r"], key))) for w in ok) if x[1] is not None]
+        if not vals:
+            return None
+        show = fmt.percent if wl == "lenet" else (lambda v: fmt.fixed(v, 4))
+        best, worst = _extremes(vals)
+        if best[1] == worst[1]:
+            return S("finding_quality_same", workload=name, metric=S("col_test_acc" if wl == "lenet" else "col_val_r2"),
+                     value=show(best[1]), n=len(vals))
+        if wl == "lenet":
+            return S("finding_lenet_acc", workload=name, run=best[0]["label"], acc=show(best[1]),
+                     run2=worst[0]["label"], acc2=show(worst[1]))
+        return S("finding_lstm_r2", workload=name, run=best[0]["label"], r2=show(best[1]),
+                 rmse=fmt.sig(best[0]["r"].get("val_rmse")), run2=worst[0]["label"], r2b=show(worst[1]))
+    if wl == "dcgan":
+        vals = [(w, fmt.num(final(w["r"], "gen_loss")), fmt.num(final(w["r"], "disc_loss"))) for w in ok]
+        vals = [x for x in vals if x[1] is not None]
+        if vals:
+            return S("finding_dcgan", workload=name, items=S.join(f"{w['label']} {fmt.sig(g, 3)}/{fmt.sig(d, 3)}"
+                                                                 for w, g, d in vals))
+    return None
+
+
+def run_findings(rows, errors, check_failed, S) -> list:
+    """Failed runs, failed repeats, failed checks."""
+    out = []
+    failed = [e for e in errors if not e["repeat"] and e["kind"] == "run"]
+    if failed:
+        items = S.join(S("failed_item", run=f"{e['label']} / {e['workload_name']}", type=e["type"]) for e in failed)
+        out.append({"kind": "failed", "flag": True, "text": S("finding_failed", n=len(failed), items=items), "anchor": "errors"})
+    else:
+        out.append({"kind": "failed", "text": S("finding_no_failures", n=len(rows)), "anchor": "errors"})
+    rep = [e for e in errors if e["repeat"]]
+    if rep:
+        out.append({"kind": "failed", "flag": True, "anchor": "errors",
+                    "text": S("finding_repeat_failed", n=len(rep), items=S.join(f"{e['label']} / {e['workload_name']}" for e in rep))})
+    if check_failed:
+        out.append({"kind": "check", "flag": True, "anchor": "check",
+                    "text": S("finding_check_failed", items=S.join(f"{c['run']} / {wl_name(S, c['workload'])}" for c in check_failed))})
+    return out
+
+
+def audit_findings(rows, audits, S) -> list:
+    out = []
+    pflags = [f for a in audits for f in a["flags"] if f["kind"] == "params"]
+    if pflags:
+        out.append({"kind": "params", "flag": True, "anchor": "audit",
+                    "text": S("finding_params", items=S.join(f["text"] for f in pflags))})
+    for a in audits:
+        for kind, key in (("setting", "finding_settings"), ("threads", "finding_threads"), ("scope", "finding_scope")):
+            fl = [f for f in a["flags"] if f["kind"] == kind]
+            if fl:
+                out.append({"kind": "settings", "flag": True, "anchor": a["anchor"],
+                            "text": S(key, workload=a["name"], keys=S.join(f["text"] for f in fl))})
+    nc = [w for w in rows if w["ok"] and w["mode"] == "graph" and w["compiled"] is False]
+    if nc:
+        out.append({"kind": "compile", "flag": True, "anchor": "audit",
+                    "text": S("finding_not_compiled", items=S.join(f"{w['label']} / {wl_name(S, w['workload'])}" for w in nc))})
+    noisy = [w for w in rows if w["noisy"]]
+    if noisy:
+        out.append({"kind": "noisy", "flag": True, "anchor": f"wl-{noisy[0]['workload']}",
+                    "text": S("finding_noisy", items=S.join(S("noisy_item", run=f"{w['label']} / {wl_name(S, w['workload'])}",
+                                                                         spread=f"{w['spread'] * 100:.0f}%") for w in noisy))})
+    reused = [w for w in rows if w["reused"]]
+    if reused:
+        out.append({"kind": "reused", "anchor": "metadata",
+                    "text": S("finding_reused", n=len(reused), items=S.join(f"{w['label']} / {wl_name(S, w['workload'])}" for w in reused))})
+    return out
+
+
+def findings(rows, wls, S, errors, check_failed, audits, problems) -> list:
+    """Every sentence group under its own guard: one that fails is replaced by
+    a flagged "could not draw" line."""
+    out = []
+
+    def add(what, fn, *args):
+        got = problems.run(what, fn, *args, default=lambda it: [{"kind": "failed", "flag": True, "text": it["text"],
+                                                                 "anchor": "report-problems"}])
+        if isinstance(got, dict):
+            got = [got]
+        out.extend(x for x in (got or []) if x)
+
+    for wl in wls:
+        wrows = [w for w in rows if w["workload"] == wl]
+        name = wl_name(S, wl)
+        add(S("what_findings", kind=S("h_findings_speed"), workload=name), speed_findings, wl, wrows, S)
+        add(S("what_findings", kind=S("h_findings_memory"), workload=name), memory_findings, wl, wrows, S)
+        q = problems.run(S("what_findings", kind=S("h_findings_quality"), workload=name), quality_finding, wl, wrows, S,
+                         default=lambda it: it)
+        if isinstance(q, dict):
+            out.append({"kind": "quality", "flag": True, "text": q["text"], "anchor": "report-problems"})
+        elif q:
+            out.append({"kind": "quality", "text": q, "anchor": f"wl-{wl}"})
+    add(S("what_findings", kind=S("h_findings_other"), workload=S("h_errors")), run_findings, rows, errors, check_failed, S)
+    add(S("what_findings", kind=S("h_findings_other"), workload=S("h_audit")), audit_findings, rows, audits, S)
+    return out

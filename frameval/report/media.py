@@ -1,0 +1,155 @@
+"""The report's figures: per workload (speed, memory, curves, DCGAN GIFs and
+grids, the LSTM prediction) and the summary panels. Each figure is drawn under
+the guard: one that fails becomes {"error": "could not draw ...", "caption"}.
+Speed is samples/s, ranked highest first."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from . import charts as ch
+from . import fmt
+from .model import fastest_by_device, final, l_, d_, speed_ratio
+
+METRICS = {"lenet": [("train_loss", "axis_loss"), ("test_loss", "axis_loss"), ("test_acc", "axis_accuracy")],
+           "dcgan": [("gen_loss", "axis_loss"), ("disc_loss", "axis_loss")],
+           "lstm": [("train_mse", "axis_mse"), ("val_mse", "axis_mse")]}
+QUALITY = {"lenet": ("test_acc", "axis_accuracy", True), "lstm": ("val_r2", "axis_r2", True),
+           "dcgan": ("gen_loss", "axis_final_gen_loss", None)}
+
+
+def wl_name(S, wl):
+    return S("wl_" + wl) if ("wl_" + wl) in S.raw else wl
+
+
+def dev_suffix(S, device, devices):
+    return S("dev_suffix", device=device.upper()) if len(devices) > 1 or device != "cpu" else ""
+
+
+def figure(problems, S, caption, fn, *args):
+    """{"file", "caption"}, None (nothing to draw), or {"error", "caption"}."""
+    f = problems.run(S("what_chart", name=caption), fn, *args,
+                     default=lambda it: {"error": it["text"], "caption": caption})
+    if isinstance(f, dict) or not f:
+        return f or None
+    return {"file": f, "caption": caption}
+
+
+# ------------------------------------------------------------------ per workload
+def workload_media(wl, wrows, S, charts, name, assets_dir: Path, problems):
+    out = {"charts": [], "gifs": [], "grids": [], "prediction": None}
+    wlname = wl_name(S, wl)
+    ok = [w for w in wrows if w["ok"]]
+    speed = [(w["short"], w["samples_per_s"], w["fw"], w["mode"]) for w in ok]
+    whisk = [(w["sps_lo"], w["sps_hi"]) for w in ok]
+    cap = S("chart_speed", workload=wlname)
+    out["charts"].append(figure(problems, S, cap, charts.bars, f"{wl}-speed", cap, S("axis_samples_per_s"), speed,
+                                whisk, S("chart_speed_note")))
+    series = [(S("series_peak_rss"), [w["peak_rss_mb"] for w in ok], ""),
+              (S("series_rss_import"), [w["rss_after_import_mb"] for w in ok], ""),
+              (S("series_peak_device"), [w["peak_device_mb"] for w in ok], "//")]
+    cap = S("chart_memory", workload=wlname)
+    out["charts"].append(figure(problems, S, cap, charts.grouped_bars, f"{wl}-memory", cap, S("axis_mb"),
+                                [w["short"] for w in ok], series))
+    panels = []
+    for key, ylab in METRICS.get(wl, []):
+        ser = [(w["label"], w["fw"], w["mode"], [e.get(key) if isinstance(e, dict) else None for e in l_(w["r"].get("epochs"))])
+               for w in wrows]
+        panels.append((S("metric_" + key), S(ylab), ser))
+    cap = S("chart_curves", workload=wlname)
+    out["charts"].append(figure(problems, S, cap, charts.curves, f"{wl}-curves", panels, S("axis_epoch")))
+    out["charts"] = [c for c in out["charts"] if c]
+    if wl == "dcgan":
+        for i, w in enumerate(wrows):
+            dcgan_media(w, i, S, name, assets_dir, problems, out)
+    if wl == "lstm":
+        out["prediction"] = _prediction(wrows, S, charts, problems)
+    return out
+
+
+def dcgan_media(w, i, S, name, assets_dir, problems, out):
+    """The run's per-epoch grids as an animated GIF, and its last grid."""
+    base = Path(str(w["r"].get("_dir") or "."))
+    paths = [base / str(g) for g in l_(w["r"].get("grids"))]
+    paths = [p for p in paths if p.is_file()]
+    if not paths:
+        return
+    stem = f"{name}-dcgan-{i:02d}-{fmt.anchor(w['fw'])}-{fmt.anchor(w['mode'])}-{fmt.anchor(w['device'])}"
+    gif = problems.run(S("what_gif", run=w["label"]), ch.make_gif, paths, assets_dir / f"{stem}.gif",
+                       default=lambda it: it)
+    if isinstance(gif, dict):
+        out["gifs"].append({"error": gif["text"], "label": w["label"], "epochs": len(paths)})
+    elif gif:
+        out["gifs"].append({"file": gif.name, "label": w["label"], "epochs": len(paths)})
+    png = problems.run(S("what_grid", run=w["label"]), ch.copy_png, paths[-1], assets_dir / f"{stem}-final.png",
+                       default=lambda it: it)
+    if isinstance(png, dict):
+        out["grids"].append({"error": png["text"], "label": w["label"], "epochs": len(paths)})
+    elif png:
+        out["grids"].append({"file": png.name, "label": w["label"], "epochs": len(paths)})
+
+
+def _prediction(wrows, S, charts, problems):
+    truth, ser = None, []
+    for w in wrows:
+        s = d_(w["r"].get("series"))
+        if w["ok"] and l_(s.get("val_pred")):
+            truth = truth or l_(s.get("val_true"))
+            ser.append((w["label"], w["fw"], w["mode"], s["val_pred"]))
+    cap = S("chart_prediction")
+    return figure(problems, S, cap, charts.prediction, "lstm-prediction", cap, S("axis_val_index"), S("axis_ppm"),
+                  S("series_truth"), truth, ser)
+
+
+# ------------------------------------------------------------------ summary
+def _speed_panels(rows, wls, S):
+    """Per workload and device: time per sample relative to the fastest (most
+    samples/s) run, fastest first."""
+    panels = []
+    for wl in wls:
+        wrows = [w for w in rows if w["workload"] == wl and w["ok"]]
+        devices = {w["device"] for w in rows if w["workload"] == wl}
+        for dev, best in sorted(fastest_by_device(wrows).items()):
+            ranked = sorted([w for w in wrows if w["device"] == dev and speed_ratio(w, best) is not None],
+                            key=lambda w: -w["samples_per_s"])
+            items = [(w["label"], speed_ratio(w, best), w["fw"], w is best) for w in ranked]
+            panels.append((wl_name(S, wl) + dev_suffix(S, dev, devices), S("axis_ratio"), items))
+    return panels
+
+
+def _memory_panels(rows, wls, S):
+    panels = []
+    for wl in wls:
+        m = [w for w in rows if w["workload"] == wl and w["ok"] and fmt.num(w["peak_rss_mb"]) is not None]
+        if m:
+            lo = min(fmt.num(w["peak_rss_mb"]) for w in m)
+            panels.append((wl_name(S, wl), S("axis_mb"), [(w["label"], fmt.num(w["peak_rss_mb"]), w["fw"],
+                                                          fmt.num(w["peak_rss_mb"]) == lo)
+                                                         for w in sorted(m, key=lambda w: fmt.num(w["peak_rss_mb"]))]))
+    return panels
+
+
+def _quality_panels(rows, wls, S):
+    panels = []
+    for wl in wls:
+        key, lab, hib = QUALITY.get(wl, (None, None, None))
+        if not key:
+            continue
+        vals = [(w, fmt.num(final(w["r"], key))) for w in rows if w["workload"] == wl and w["ok"]]
+        vals = [x for x in vals if x[1] is not None]
+        if vals:
+            b = max(v for _, v in vals) if hib else None
+            panels.append((wl_name(S, wl), S(lab), [(w["label"], v, w["fw"], v == b) for w, v in vals]))
+    return panels
+
+
+def summary_charts(rows, wls, S, charts, problems):
+    """{"summary_speed": file or {"error"}, "summary_memory": ..., "summary_quality": ...}"""
+    assets = {}
+    for key, kind, panels, note in (("summary_speed", "speed", _speed_panels, S("chart_ratio_note")),
+                                    ("summary_memory", "memory", _memory_panels, None),
+                                    ("summary_quality", "quality", _quality_panels, None)):
+        cap = S("fig_" + kind)
+        f = figure(problems, S, cap, lambda: charts.hbar_panels(key.replace("_", "-"), panels(rows, wls, S), note=note))
+        if f:
+            assets[key] = f
+    return assets

@@ -1,0 +1,323 @@
+"""The per-workload tables (comparison, memory detail, graph-scope notes), the
+code-size table and the errors summary. Speed is ranked by samples/s; seconds
+per epoch are shown, never ranked on."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from . import fmt
+from .check import check_summary
+from .model import cell, d_, fastest_by_device, final, header, l_, speed_ratio
+from .spec import audit_count, framework_name, match_counts
+
+TRACEBACK_LINES = 15
+MESSAGE_CHARS = 2000
+SCOPE_PARTS = ("forward", "backward", "update")
+MEMORY_KEYS = (("after_import_mb", "col_mem_import"), ("after_data_mb", "col_mem_data"),
+               ("after_check_mb", "col_mem_check"), ("before_training_mb", "col_mem_before"),
+               ("training_peak_mb", "col_mem_training"), ("process_peak_mb", "col_mem_process"))
+
+
+# ------------------------------------------------------------------ workload table
+def quality_columns(workload, S):
+    """[(header, getter(result) -> value, formatter, higher_is_better or None)]"""
+    if workload == "lenet":
+        return [(S("col_test_acc"), lambda r: final(r, "test_acc"), fmt.percent, True),
+                (S("col_test_loss"), lambda r: final(r, "test_loss"), lambda v: fmt.sig(v, 4), False)]
+    if workload == "dcgan":
+        return [(S("col_gen_loss"), lambda r: final_epoch(r, "gen_loss"), lambda v: fmt.sig(v, 4), None),
+                (S("col_disc_loss"), lambda r: final_epoch(r, "disc_loss"), lambda v: fmt.sig(v, 4), None)]
+    if workload == "lstm":
+        return [(S("col_val_r2"), lambda r: r.get("val_r2"), lambda v: fmt.fixed(v, 4), True),
+                (S("col_val_rmse"), lambda r: r.get("val_rmse"), lambda v: fmt.sig(v, 3), False),
+                (S("col_predict_ms"), lambda r: r.get("predict_ms"), fmt.millis, False),
+                (S("col_model_size"), lambda r: r.get("model_bytes"), fmt.kib, False),
+                (S("col_load_ms"), lambda r: r.get("load_ms"), fmt.millis, False)]
+    return []
+
+
+def final_epoch(r, key):
+    for e in reversed(l_(r.get("epochs"))):
+        if isinstance(e, dict) and key in e:
+            return e.get(key)
+    return None
+
+
+def _columns(rows, multi_host):
+    return {"variant": any(w["variant"] for w in rows), "device": len({w["device"] for w in rows}) > 1,
+            "host": multi_host}
+
+
+def _heads(S, opt, qcols):
+    heads = [header(S("col_framework")), header(S("col_version")), header(S("col_mode"))]
+    if opt["variant"]:
+        heads.append(header(S("col_variant"), False, S("tip_variant")))
+    if opt["device"]:
+        heads.append(header(S("col_device")))
+    if opt["host"]:
+        heads.append(header(S("col_host")))
+    heads += [header(S("col_status")), header(S("col_first_epoch"), True, S("tip_first_epoch")),
+              header(S("col_steady"), True, S("tip_steady")),
+              header(S("col_samples_per_s"), True, S("tip_samples_per_s")),
+              header(S("col_vs_fastest"), True, S("tip_vs_fastest")),
+              header(S("col_peak_rss"), True, S("tip_peak_rss")), header(S("col_rss_import"), True),
+              header(S("col_peak_device"), True, S("tip_peak_device")),
+              header(S("col_graph_scope"), False, S("tip_graph_scope")), header(S("col_params"), True)]
+    heads += [header(q[0], True) for q in qcols]
+    return heads + [header(S("col_code_lines"), True, S("tip_code_lines"))]
+
+
+def workload_table(workload, rows, S, multi_host, code_lines, problems=None):
+    opt = _columns(rows, multi_host)
+    qcols = quality_columns(workload, S)
+    heads = _heads(S, opt, qcols)
+    qbest = []
+    for _, get, _, hib in qcols:
+        vals = [v for v in (fmt.num(get(w["r"])) for w in rows if w["ok"]) if v is not None]
+        qbest.append(None if hib is None or not vals else (max(vals) if hib else min(vals)))
+    ctx = {"workload": workload, "S": S, "opt": opt, "best": fastest_by_device(rows), "qcols": qcols,
+           "qbest": qbest, "code": code_lines}
+    body = []
+    for w in rows:
+        if problems is None:
+            body.append(_line(w, ctx))
+            continue
+        body.append(problems.run(S("what_row", run=w.get("label", w["id"]), table=S("wl_" + workload)), _line, w, ctx,
+                                 default=lambda it, w=w: _broken_line(w, it["text"], len(heads))))
+    return {"id": f"table-{workload}", "headers": heads, "rows": body, "sortable": True,
+            "row_ids": [w["id"] for w in rows]}
+
+
+def _broken_line(w, text, n):
+    return [cell(w.get("fw_name") or w["fw"], w["fw"]), cell(text, None, "flag")] + [cell("", None, "na")] * (n - 2)
+
+
+def _line(w, c):
+    S, r = c["S"], w["r"]
+    cells = [cell(w["fw_name"], w["fw"]), cell(w["version"] or fmt.NA, w["version"]), cell(w["mode"], w["mode"])]
+    if c["opt"]["variant"]:
+        cells.append(cell(w["variant"] or "—", w["variant"] or None, "", w.get("variant_all") or ""))
+    if c["opt"]["device"]:
+        cells.append(cell(w["device"].upper(), w["device"]))
+    if c["opt"]["host"]:
+        cells.append(cell(w["host"] or fmt.NA, w["host"]))
+    cells += [status_cell(w, S), cell(fmt.seconds(w["first"]), fmt.num(w["first"]), "na" if fmt.is_na(w["first"]) else ""),
+              steady_cell(w, S), _sps_cell(w)]
+    b = c["best"].get(w["device"])
+    ratio = speed_ratio(w, b)
+    cells.append(cell(fmt.ratio(ratio), ratio, "best" if w is b else "") if ratio is not None else cell(fmt.NA, None, "na"))
+    cells.append(_mb_cell(w["peak_rss_mb"], S("tip_peak_rss_method", method=w["memory"].get("method"))
+                          if w["memory"].get("method") else S("tip_peak_rss_old")))
+    cells.append(_mb_cell(w["rss_after_import_mb"]))
+    cells.append(_device_mem_cell(w, S))
+    cells.append(scope_cell(w, S))
+    cells.append(params_cell(c["workload"], w, S))
+    for (_, get, f, _), qb in zip(c["qcols"], c["qbest"]):
+        v = get(r)
+        cls = "na" if v is None else ("best" if w["ok"] and qb is not None and fmt.num(v) == qb else "")
+        cells.append(cell(f(v), fmt.num(v), cls))
+    n = c["code"].get((w["fw"], c["workload"]))
+    cells.append(cell(fmt.integer(n) if n is not None else fmt.NA, n, "na" if n is None else ""))
+    return cells
+
+
+def _sps_cell(w):
+    v = w["samples_per_s"]
+    if v is None:
+        raw = w["r"].get("samples_per_s")
+        return cell(fmt.rate(raw) if raw is not None else fmt.NA, None, "na")
+    t = fmt.rate(v)
+    if w["steady_kind"] == "repeats" and w["sps_lo"] is not None and w["sps_hi"] is not None:
+        t += f" ({fmt.rate(w['sps_lo'])}–{fmt.rate(w['sps_hi'])})"
+    return cell(t, v)
+
+
+def _mb_cell(v, title=""):
+    return cell(fmt.mb(v), fmt.num(v), "na" if fmt.is_na(v) else "", title)
+
+
+def _device_mem_cell(w, S):
+    dev, drv = w["peak_device_mb"], w["peak_device_driver_mb"]
+    if fmt.num(dev) is None and fmt.num(drv) is None:
+        return cell(fmt.NA, None, "na", S("tip_not_measurable"))
+    t = fmt.mb(dev) + (f" ({S('driver')} {fmt.mb(drv)})" if fmt.num(drv) is not None else "")
+    return cell(t, fmt.num(dev) if fmt.num(dev) is not None else fmt.num(drv))
+
+
+def status_cell(w, S):
+    tags, cls = [], ""
+    if not w["ok"]:
+        tags.append(S("status_failed"))
+        cls = "flag"
+    elif w["check_failed"]:
+        tags.append(S("status_check_failed"))
+        cls = "flag"
+    else:
+        tags.append(S("status_ok"))
+    if w["reused"]:
+        tags.append(S("status_reused"))
+    if w["noisy"]:
+        tags.append(S("status_noisy"))
+        cls = cls or "warn"
+    if w["mode"] == "graph" and w["ok"] and w["compiled"] is False:
+        tags.append(S("status_not_compiled"))
+        cls = cls or "flag"
+    if w["extra_failed"]:
+        tags.append(S("status_repeat_failed", n=len(w["extra_failed"])))
+        cls = cls or "warn"
+    return cell(" · ".join(tags), w["status"], cls)
+
+
+def steady_cell(w, S):
+    if w["steady"] is None:
+        raw = w["r"].get("steady_epoch_s")
+        return cell(fmt.seconds(raw) if raw is not None else fmt.NA, None, "na")
+    t = fmt.seconds(w["steady"])
+    if w["steady_lo"] is not None and w["steady_hi"] is not None:
+        t += f" ({fmt.seconds(w['steady_lo'])}–{fmt.seconds(w['steady_hi'])})"
+    title, cls = "", ""
+    if w["steady_kind"] == "repeats":
+        t += " " + S("n_repeats", n=w["n_repeats"])
+        title = S("tip_repeats", spread=f"{w['spread'] * 100:.0f}%" if w["spread"] is not None else fmt.NA)
+        if w["noisy"]:
+            cls = "warn"
+    return cell(t, w["steady"], cls, title)
+
+
+def params_cell(workload, w, S):
+    counts = d_(w["r"].get("param_counts"))
+    if not counts:
+        return cell(fmt.NA, None, "na")
+    states = [audit_count(workload, net, v) for net, v in match_counts(workload, counts).items()]
+    t = " + ".join(fmt.integer(v) for v in counts.values())
+    cls = "flag" if "mismatch" in states else ("warn" if "structural" in states else "")
+    title = S("tip_params_mismatch") if cls == "flag" else (S("two_bias") if cls == "warn" else "")
+    return cell(t, w["params_total"], cls, title)
+
+
+# ------------------------------------------------------------------ graph scope
+def scope_text(w, S) -> tuple:
+    """(text, class, tooltip) of what the training step's graph holds."""
+    gs = w.get("graph_scope")
+    if w["mode"] != "graph" and not (gs and any(gs.get(k) is True for k in SCOPE_PARTS)):
+        return "—", "", S("eager")
+    if not gs:
+        return fmt.NA, "na", S("tip_scope_not_recorded")
+    inside = [S("scope_" + k) for k in SCOPE_PARTS if gs.get(k) is True]
+    outside = [S("scope_" + k) for k in SCOPE_PARTS if gs.get(k) is not True]
+    if not inside:
+        t, cls = S("scope_none"), "flag"
+    elif len(inside) == 1 and outside:
+        t, cls = S("scope_only", part=inside[0]), "warn"
+    else:
+        t, cls = "+".join(inside), "warn" if outside else "ok"
+    if outside and inside:
+        t += " " + S("scope_outside", parts="+".join(outside))
+    counts = []
+    if fmt.num(gs.get("graphs")) is not None:
+        counts.append(S("scope_graphs", n=fmt.integer(gs["graphs"])))
+    if fmt.num(gs.get("graph_breaks")) is not None:
+        counts.append(S("scope_breaks", n=fmt.integer(gs["graph_breaks"])))
+        if fmt.num(gs["graph_breaks"]) and cls == "ok":
+            cls = "warn"
+    if counts:
+        t += " · " + ", ".join(counts)
+    tip = " — ".join(str(x) for x in (gs.get("how"), gs.get("why")) if x)
+    return t, cls, tip
+
+
+def scope_cell(w, S):
+    t, cls, tip = scope_text(w, S)
+    return cell(t, t if t not in ("—", fmt.NA) else None, cls, tip)
+
+
+def scope_notes(rows) -> list:
+    """[(label, how, why)] for the footnotes under a table (Markdown has no tooltips)."""
+    out = []
+    for w in rows:
+        gs = w.get("graph_scope") or {}
+        if gs.get("how") or gs.get("why"):
+            out.append((w["label"], str(gs.get("how") or ""), str(gs.get("why") or "")))
+    return out
+
+
+# ------------------------------------------------------------------ memory detail
+def memory_table(workload, rows, S):
+    """The memory levels the notebooks recorded (import, data, check, training), or None."""
+    mrows = [w for w in rows if w["memory"] or w.get("data_placement")]
+    if not mrows:
+        return None
+    heads = ([header(S("col_run"))] + [header(S(k), True) for _, k in MEMORY_KEYS]
+             + [header(S("col_mem_method")), header(S("col_data_placement"))])
+    body = []
+    for w in mrows:
+        m = w["memory"]
+        line = [cell(w["label"], w["id"])]
+        for key, _ in MEMORY_KEYS:
+            line.append(_mb_cell(m.get(key)))
+        line.append(cell(m.get("method") or fmt.NA, None, "" if m.get("method") else "na"))
+        dp = w.get("data_placement")
+        line.append(cell(dp if dp not in (None, "") else fmt.NA, None, "" if dp else "na"))
+        body.append(line)
+    return {"id": f"table-memory-{workload}", "headers": heads, "rows": body, "sortable": True,
+            "row_ids": [w["id"] for w in mrows]}
+
+
+# ------------------------------------------------------------------ code size
+def code_size_table(frameworks, workloads, repo: Path, out_dir: Path, S):
+    from ..notebook import NotebookError, count_code_lines, read
+    counts, heads = {}, [header(S("col_framework"))] + [header(S("wl_" + wl), True) for wl in workloads] + [header(S("col_total"), True)]
+    body = []
+    for fw in frameworks:
+        line = [cell(framework_name(fw), fw)]
+        total = 0
+        for wl in workloads:
+            p = repo / "notebooks" / fw / f"{wl}.ipynb"
+            try:
+                n = count_code_lines(read(p))
+            except (NotebookError, OSError, ValueError):
+                line.append(cell(fmt.NA, None, "na"))
+                continue
+            counts[(fw, wl)] = n
+            total += n
+            rel = os.path.relpath(p, out_dir)
+            line.append(cell(f"{n}", n) | {"link": rel, "link_text": f"notebooks/{fw}/{wl}.ipynb"})
+        line.append(cell(str(total), total))
+        body.append(line)
+    return {"id": "table-code", "headers": heads, "rows": body, "sortable": True}, counts
+
+
+# ------------------------------------------------------------------ errors
+def _link(r, out_dir):
+    nbp = r.get("_notebook") or ""
+    if nbp:
+        return os.path.relpath(str(nbp), out_dir)
+    return os.path.relpath(str(r["_dir"]), out_dir) if r.get("_dir") else ""
+
+
+def error_entries(rows, out_dir: Path, S):
+    """Failed runs (and failed repeats), then runs whose numerical check failed."""
+    out = []
+    for w in rows:
+        failed = ([w["r"]] if not w["ok"] else []) + w["extra_failed"]
+        checks = [w["r"]] if w["check_failed"] else []
+        for r, is_check in [(x, False) for x in failed] + [(x, True) for x in checks]:
+            err = d_(r.get("error"))
+            tb = str(err.get("traceback") or "").rstrip().splitlines()
+            if is_check:
+                msg = "; ".join(check_summary(r.get("check"), S)) or S("check_failed_no_detail")
+            else:
+                msg = str(err.get("message") or S("no_message"))
+            if len(msg) > MESSAGE_CHARS:
+                msg = msg[:MESSAGE_CHARS] + " …"
+            out.append({"framework": w["fw_name"], "fw": w["fw"], "workload": w["workload"],
+                        "workload_name": S("wl_" + w["workload"]) if ("wl_" + w["workload"]) in S.raw else w["workload"],
+                        "mode": w["mode"], "device": w["device"], "host": w["host"], "label": w["label"],
+                        "kind": "check" if is_check else "run",
+                        "type": S("status_check_failed") if is_check else str(err.get("type") or S("unknown_error")),
+                        "message": msg, "traceback": "" if is_check else "\n".join(tb[-TRACEBACK_LINES:]),
+                        "notebook": _link(r, out_dir), "notebook_exists": bool(r.get("_notebook")),
+                        "repeat": r is not w["r"],
+                        "anchor": fmt.anchor(f"err-{w['fw']}-{w['workload']}-{w['mode']}-{w['device']}-{len(out)}")})
+    return out
