@@ -14,7 +14,7 @@ def test_plan_matrix_and_overrides():
                                       "torch/lstm-eager", "tensorflow/lenet-graph", "tensorflow/lenet-eager",
                                       "tensorflow/lstm-graph", "tensorflow/lstm-eager"]
     lenet = runs[0].params
-    assert lenet["epochs"] == 2 and lenet["lr"] == 0.002 and lenet["max_train_samples"] == 1024
+    assert lenet["epochs"] == 2 and lenet["lr"] == 0.002 and lenet["max_train_samples"] == 0
     assert runs[2].params["lr"] == 0.001  # the lenet-scoped override stays in lenet
 
 
@@ -23,9 +23,15 @@ def test_full_profile_is_the_notebook_defaults():
     assert (r.params["epochs"], r.params["batch_size"], r.params["lr"]) == (50, 256, 0.0001)
 
 
-def test_profile_framework_override_is_noted():
-    r = build_plan("mindspore", "dcgan", "graph", "cpu", "quick")[0]
-    assert r.profile_notes and "max_train_samples=128" in r.profile_notes[0]
+def test_quick_profile_is_equal_work():
+    """Every framework gets the same samples, batch and epochs in the default run."""
+    from frameval.workloads import FRAMEWORKS
+    for wl in ("lenet", "dcgan", "lstm"):
+        sizes = {tuple(sorted(build_plan(fw, wl, "graph", "cpu", "quick")[0].params.items())) for fw in FRAMEWORKS}
+        assert len(sizes) == 1, (wl, sizes)
+    lenet = build_plan("torch", "lenet", "graph", "cpu", "quick")[0].params
+    assert lenet["max_train_samples"] == 0 and lenet["epochs"] >= 5  # all 4,000 digits
+    assert build_plan("torch", "lstm", "graph", "cpu", "quick")[0].params["epochs"] >= 20
 
 
 @pytest.mark.parametrize("args, message", [

@@ -28,6 +28,30 @@ def rss_mb() -> float | None:
         return None
 
 
+def reset_peak_rss() -> bool:
+    """Reset this process's resident high-water mark (VmHWM) to the current
+    resident size (Linux: write 5 to /proc/self/clear_refs). False where that
+    cannot be done."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return hwm_mb() is not None
+    except OSError:
+        return False
+
+
+def hwm_mb() -> float | None:
+    """VmHWM of this process in MB (Linux), or None."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024 / 1e6
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 def peak_rss_mb() -> float | None:
     """Peak resident set size of this process since it started, in MB."""
     try:

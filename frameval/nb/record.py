@@ -21,7 +21,7 @@ import numpy as np
 from . import measure
 from .paths import hand_runs_dir
 
-SCHEMA = 1
+SCHEMA = 2
 RESULT = "result.json"
 PARTIAL = "result.partial.json"
 # Environment variables that pin a library's thread pool, set before the
@@ -145,9 +145,10 @@ class Recorder:
             "schema": SCHEMA, "framework": framework, "framework_version": None, "workload": workload,
             "mode": self.mode, "device": self.device, "status": "running", "error": None,
             "params": self.params, "threads": self.threads, "param_counts": {}, "epochs": [],
-            "compiled": None, "compile_note": "", "settings": {}, "data": {}, "notes": [],
+            "compiled": None, "compile_note": "", "graph_scope": None, "threads_effective": None,
+            "settings": {}, "settings_source": {}, "data": {}, "data_placement": None, "notes": [],
             "first_epoch_s": None, "steady_epoch_s": None, "steady_min_s": None, "steady_max_s": None,
-            "samples_per_s": None, "peak_rss_mb": None, "rss_after_import_mb": None,
+            "samples_per_s": None, "peak_rss_mb": None, "rss_after_import_mb": None, "memory": {},
             "peak_device_mb": None, "peak_device_driver_mb": None,
             "environment": {"python": platform.python_version(), "numpy": np.__version__,
                             "machine": machine_info(), "gpu": None},
@@ -180,6 +181,7 @@ class Recorder:
         `reset_device_peak` / `device_peak_mb` are the allocator's peak APIs (GPU)."""
         self.result["framework_version"] = str(version)
         self.result["rss_after_import_mb"] = _round(measure.rss_mb())
+        self.result["memory"]["after_import_mb"] = self.result["rss_after_import_mb"]
         self.result["import_s"] = round(time.perf_counter() - self.t_created, 3)
         self.sync = sync
         self._reset_device, self._peak_device = reset_device_peak, device_peak_mb
@@ -188,22 +190,62 @@ class Recorder:
         self.result["environment"]["framework"] = str(version)
         self.write_partial()
 
-    def set_data(self, description: dict):
+    def set_data(self, description: dict, placement: str | None = None):
+        """The data set's description, and where the framework keeps it (e.g.
+        "host, shares numpy's buffer", "host copy", "device copy")."""
         self.result["data"] = description
+        self.result["data_placement"] = placement
+        self.result["memory"]["after_data_mb"] = _round(measure.rss_mb())
+
+    def check_done(self, check: dict):
+        """The numerical check's result (frameval.nb.check); a failed check
+        makes the run's status "check_failed" when it is written."""
+        self.result["check"] = check
+        self.result["memory"]["after_check_mb"] = _round(measure.rss_mb())
 
     def set_param_counts(self, note: str = "", **counts):
         self.result["param_counts"] = {k: int(v) for k, v in counts.items()}
         if note:
             self.result["param_count_note"] = note
 
-    def set_compiled(self, compiled: bool, note: str = ""):
-        """Whether "graph" mode really compiled, and how (or why not)."""
-        self.result["compiled"] = bool(compiled)
-        self.result["compile_note"] = note
+    def set_graph_scope(self, forward: bool, backward: bool, update: bool, graphs: int | None = None,
+                        graph_breaks: int | None = None, how: str = "", why: str = ""):
+        """Which parts of the TRAINING STEP ran inside the compiled graph, and the
+        graph and graph-break counts of the training step only (evaluation and
+        prediction graphs excluded). `why` says what stays outside and why.
+        `compiled` is true only when the whole step was captured without breaks."""
+        eager = self.mode != "graph"
+        scope = {"forward": bool(forward) and not eager, "backward": bool(backward) and not eager,
+                 "update": bool(update) and not eager, "graphs": graphs, "graph_breaks": graph_breaks,
+                 "how": "eager" if eager else how, "why": "" if eager else why}
+        self.result["graph_scope"] = scope
+        whole = scope["forward"] and scope["backward"] and scope["update"] and not graph_breaks
+        self.result["compiled"] = bool(whole) and (graphs is None or graphs > 0)
+        parts = [k for k in ("forward", "backward", "update") if scope[k]]
+        self.result["compile_note"] = "eager" if eager else (
+            f"{how}: {'+'.join(parts) or 'nothing'} in the graph"
+            + (f", {graphs} graph(s)" if graphs is not None else "")
+            + (f", {graph_breaks} graph break(s)" if graph_breaks is not None else "")
+            + (f" ({why})" if why else ""))
+
+    def set_threads_effective(self, intra: int | None, inter: int | None, how: str = "", missing=()):
+        """The thread counts the framework reports after they were set (not the
+        request): intra-op, inter-op, how they were read, and any API that is missing."""
+        self.result["threads_effective"] = {"intra": None if intra is None else int(intra),
+                                            "inter": None if inter is None else int(inter),
+                                            "how": how, "missing": list(missing)}
 
     def settings(self, **kv):
-        """What the fairness audit compares: optimizer, slopes, BatchNorm, dtype..."""
+        """Settings the notebook declares (typed in): marked "declared" in the audit."""
+        self._settings(kv, "declared")
+
+    def settings_read(self, **kv):
+        """Settings read back from the framework's optimizer and layer objects."""
+        self._settings(kv, "read")
+
+    def _settings(self, kv, source):
         self.result["settings"].update({k: _clean(v) for k, v in kv.items()})
+        self.result["settings_source"].update({k: source for k in kv})
 
     def note(self, text: str):
         self.result["notes"].append(text)
@@ -217,6 +259,10 @@ class Recorder:
         return _EpochTimer(self, samples)
 
     def _start_training(self):
+        mem = self.result["memory"]
+        mem["before_training_mb"] = _round(measure.rss_mb())
+        self._hwm_reset = measure.reset_peak_rss()
+        mem["method"] = "clear_refs" if self._hwm_reset else "peak minus level before training"
         if self._reset_device:
             try:
                 self._reset_device()
@@ -241,7 +287,7 @@ class Recorder:
                 msg = "one epoch only: the first epoch (with warm-up) is all that was measured"
                 if msg not in r["notes"]:
                     r["notes"].append(msg)
-        r["peak_rss_mb"] = _round(measure.peak_rss_mb())
+        self._summarise_memory()
         if self._peak_device:
             try:
                 v = self._peak_device()
@@ -257,7 +303,21 @@ class Recorder:
         atomic_write_json(self.out / PARTIAL, self.result)
 
     def _summarise_light(self):
-        self.result["peak_rss_mb"] = _round(measure.peak_rss_mb())
+        self._summarise_memory()
+
+    def _summarise_memory(self):
+        """peak_rss_mb is the training's own peak: the high-water mark reset just
+        before the first epoch, or (where that cannot be done) the process peak
+        minus the level before training. The process peak is kept beside it."""
+        mem, process = self.result["memory"], measure.peak_rss_mb()
+        mem["process_peak_mb"] = _round(process)
+        if "before_training_mb" not in mem:
+            return
+        if getattr(self, "_hwm_reset", False):
+            mem["training_peak_mb"] = _round(measure.hwm_mb())
+        elif process is not None and mem["before_training_mb"] is not None:
+            mem["training_peak_mb"] = _round(process - mem["before_training_mb"])
+        self.result["peak_rss_mb"] = mem.get("training_peak_mb")
 
     def write(self, status: str = "ok") -> Path:
         """Finish: summary figures, status, and result.json (atomically)."""
@@ -265,6 +325,10 @@ class Recorder:
         losses = [v for e in self.epochs for k, v in e.items() if "loss" in k or "mse" in k]
         bad = [v for v in losses if not isinstance(v, float)]
         self.result["status"] = status
+        if status == "ok" and (self.result.get("check") or {}).get("ok") is False:
+            self.result["status"] = "check_failed"
+            self.result["error"] = {"type": "CheckFailed", "traceback": "",
+                                    "message": "the numerical check failed: this run does not compute the spec's function"}
         if bad and status == "ok":
             self.result["status"] = "failed"
             self.result["error"] = {"type": "NonFiniteLoss", "message": f"non-finite loss values: {bad[:3]}",

@@ -270,10 +270,33 @@ def lenet_loss(p, x, y):
 
 def lenet_step(p, x, y, lr=1e-3):
     """One Adam step from fresh Adam state. -> {"losses": {"loss"}, "weights": new params}."""
-    p = as64(p)
-    x = np.asarray(x, np.float64)
-    loss, g = lenet_loss(p, x, y)
-    return {"losses": {"loss": loss}, "weights": adam_step(p, g, {}, lr), "grads": g}
+    r = lenet_train(p, [{"x": x, "y": y}], lr)
+    return {"losses": r["losses"][0], "weights": r["weights"], "grads": r["grads"]}
+
+
+def _train(p, batches, lr, loss_fn):
+    """k Adam steps from a fresh state, one per batch ({"x", "y"}).
+    -> {"losses": [{"loss"}] per step, "grads": the first step's, "grad_min": the
+    smallest magnitude of each element's gradient over the steps, "weights": after
+    the last step}."""
+    p, state, losses, first, small = as64(p), {}, [], None, {}
+    for b in batches:
+        loss, g = loss_fn(p, np.asarray(b["x"], np.float64), b["y"])
+        first = g if first is None else first
+        _track_min(small, g)
+        losses.append({"loss": loss})
+        p = adam_step(p, g, state, lr)
+    return {"losses": losses, "grads": first, "grad_min": small, "weights": p}
+
+
+def _track_min(small, grads):
+    for k, v in grads.items():
+        small[k] = np.abs(v) if k not in small else np.minimum(small[k], np.abs(v))
+
+
+def lenet_train(p, batches, lr=1e-3):
+    """k LeNet steps (see _train)."""
+    return _train(p, batches, lr, lambda q, x, y: lenet_loss(q, x, y))
 
 
 # -------------------------------------------------------------------------- DCGAN
@@ -334,12 +357,14 @@ def _trainable(p):
     return {k: v for k, v in p.items() if not k.endswith(("running_mean", "running_var"))}
 
 
-def dcgan_step(gp, dp, x, z, lr=1e-4):
-    """The DCGAN step of docs/notebooks.md, from fresh Adam states:
+def dcgan_step(gp, dp, x, z, lr=1e-4, states=None):
+    """The DCGAN step of docs/notebooks.md (from fresh Adam states unless
+    `states` = ({}, {}) carried between calls):
     fake = G(z) (train-mode BatchNorm); D step on BCE(D(x),1) + BCE(D(fake),0);
     G step on BCE(D_updated(fake),1) through the same fake.
     -> {"losses": {"d_loss", "g_loss"}, "generator": new G (with running stats),
-        "discriminator": new D}."""
+        "discriminator": new D, "grads": {"generator": of g_loss, "discriminator": of d_loss}}."""
+    sg, sd = states if states is not None else ({}, {})
     gp, dp = as64(gp), as64(dp)
     x, z = np.asarray(x, np.float64), np.asarray(z, np.float64)
     fake, gcache, running = generator_forward(gp, z, train=True)
@@ -349,15 +374,33 @@ def dcgan_step(gp, dp, x, z, lr=1e-4):
     l_fake, d_fake = bce_with_logits(fake_logits, 0.0)
     gr, _ = discriminator_backward(dp, rc, d_real, need_dx=False)
     gf, _ = discriminator_backward(dp, fc, d_fake, need_dx=False)
-    dp1 = adam_step(dp, {k: gr[k] + gf[k] for k in gr}, {}, lr)
+    dp1 = adam_step(dp, {k: gr[k] + gf[k] for k in gr}, sd, lr)
     g_logits, gc = discriminator_forward(dp1, fake)
     g_loss, dg = bce_with_logits(g_logits, 1.0)
     _, dfake = discriminator_backward(dp1, gc, dg)
     gg = generator_backward(gp, gcache, dfake)
-    gp1 = adam_step(_trainable(gp), gg, {}, lr)
+    gp1 = adam_step(_trainable(gp), gg, sg, lr)
     gp1.update(running)
     return {"losses": {"d_loss": l_real + l_fake, "g_loss": g_loss}, "generator": gp1, "discriminator": dp1,
             "grads": {"generator": gg, "discriminator": {k: gr[k] + gf[k] for k in gr}}}
+
+
+def dcgan_train(gp, dp, batches, lr=1e-4):
+    """k DCGAN steps ({"x", "z"} per batch) with Adam states carried over.
+    -> {"losses": [{"d_loss", "g_loss"}] per step, "grads" / "grad_min":
+    {"generator.<name>" / "discriminator.<name>": ...} (first step / smallest
+    magnitude over the steps), "weights": {"generator.<name>" (with running
+    statistics), "discriminator.<name>"}}."""
+    states, losses, first, small = ({}, {}), [], None, {}
+    for b in batches:
+        r = dcgan_step(gp, dp, b["x"], b["z"], lr, states)
+        gp, dp = r["generator"], r["discriminator"]
+        g = {f"{net}.{k}": v for net in ("generator", "discriminator") for k, v in r["grads"][net].items()}
+        first = g if first is None else first
+        _track_min(small, g)
+        losses.append(r["losses"])
+    weights = {**{f"generator.{k}": v for k, v in gp.items()}, **{f"discriminator.{k}": v for k, v in dp.items()}}
+    return {"losses": losses, "grads": first, "grad_min": small, "weights": weights}
 
 
 # --------------------------------------------------------------------------- LSTM
@@ -430,6 +473,10 @@ def lstm_params(p, biases=1):
 
 
 def lstm_step(p, x, y, lr=1e-3):
-    p = as64(p)
-    loss, g = lstm_loss(p, np.asarray(x, np.float64), np.asarray(y, np.float64))
-    return {"losses": {"loss": loss}, "weights": adam_step(p, g, {}, lr), "grads": g}
+    r = lstm_train(p, [{"x": x, "y": y}], lr)
+    return {"losses": r["losses"][0], "weights": r["weights"], "grads": r["grads"]}
+
+
+def lstm_train(p, batches, lr=1e-3):
+    """k LSTM steps (see _train)."""
+    return _train(p, batches, lr, lambda q, x, y: lstm_loss(q, x, np.asarray(y, np.float64)))

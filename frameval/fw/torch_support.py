@@ -1,0 +1,136 @@
+"""PyTorch helpers shared by notebooks/torch/{lenet,dcgan,lstm}.ipynb.
+
+    rec = nb.Recorder(...)                         # thread env vars first
+    from frameval.fw import torch_support as fw
+    dev = fw.setup(rec, mode, device, seed)        # threads (read back), compile settings, device hooks
+
+- `setup`: threads set and read back, inductor and dynamo settings for graph
+  mode, the device and the recorder's GPU hooks.
+- `grad_step`: gradients with `torch.autograd.grad` assigned to `.grad`, the
+  form of the backward that dynamo traces into the step's graph.
+- `StepGraphs`: counts the graphs and breaks of the training step only.
+- `read_adam`, `reset_adam`, `load_weights`: read the optimizer's settings back;
+  put the shared initial weights and a fresh optimizer state back in place
+  after the check, keeping the compiled step valid.
+
+See docs/frameworks/torch.md.
+"""
+import torch
+import torch._dynamo
+import torch._inductor.config
+
+# torch.optim graph-breaks on purpose before and after every step() (see the
+# note in torch/optim/optimizer.py and pytorch#104053): the update compiles as
+# a graph of its own. Breaks with this text are counted, but explained as such.
+OPTIMIZER_BREAK = "torch._dynamo.graph_break()"
+
+
+def setup(rec, mode, device, seed):
+    """Threads, graph-mode settings, device; -> torch.device."""
+    torch.set_num_threads(rec.threads)
+    missing = []
+    try:
+        torch.set_num_interop_threads(rec.threads)
+    except RuntimeError as e:  # only allowed before any inter-op work started
+        missing.append(f"set_num_interop_threads: {e}")
+    rec.set_threads_effective(torch.get_num_threads(), torch.get_num_interop_threads(),
+                              "torch.get_num_threads / get_num_interop_threads", missing)
+    if mode == "graph":
+        # torch 2.13 (CPU): inductor's layout optimisation computes wrong convolution
+        # gradients at some batch sizes (zero for LeNet's convs at batch 16, ~1e-3 off
+        # for the DCGAN generator). The check found it.
+        torch._inductor.config.layout_optimization = False
+        rec.note("torch.compile: inductor layout_optimization off (wrong conv gradients otherwise, torch 2.13 CPU)")
+        # Lets dynamo trace torch.autograd.grad, so the backward is in the step's graph.
+        torch._dynamo.config.trace_autograd_ops = True
+    torch.manual_seed(seed)  # dropout masks
+    if device == "gpu" and not torch.cuda.is_available():
+        raise RuntimeError("device='gpu' but torch.cuda.is_available() is False in this environment")
+    dev = torch.device("cuda:0" if device == "gpu" else "cpu")
+    cuda = dev.type == "cuda"
+    rec.after_import(torch.__version__,
+                     sync=torch.cuda.synchronize if cuda else None,
+                     reset_device_peak=torch.cuda.reset_peak_memory_stats if cuda else None,
+                     device_peak_mb=(lambda: torch.cuda.max_memory_allocated() / 1e6) if cuda else None,
+                     gpu_name=torch.cuda.get_device_name(0) if cuda else None)
+    print(f"torch {torch.__version__} on {dev}, {torch.get_num_threads()} threads, mode={mode}")
+    return dev
+
+
+def placement(dev):
+    """Where the data set lives once the data cell moved it."""
+    return "host, shares numpy's buffer (torch.from_numpy)" if dev.type == "cpu" else f"device copy ({dev})"
+
+
+def grad_step(loss, params):
+    """d loss / d params into each param's .grad (what opt.step() reads)."""
+    for p, g in zip(params, torch.autograd.grad(loss, params)):
+        p.grad = g
+
+
+def compile_step(step, mode):
+    return torch.compile(step) if mode == "graph" else step
+
+
+class StepGraphs:
+    """Dynamo's graph and break counts between start() and stop(): the check
+    cell brackets the training step's first calls with it, so evaluation and
+    prediction graphs are not counted."""
+
+    def start(self):
+        c = torch._dynamo.utils.counters
+        self.g0 = c["stats"]["unique_graphs"]
+        self.b0 = dict(c["graph_break"])
+        return self
+
+    def stop(self):
+        c = torch._dynamo.utils.counters
+        self.graphs = c["stats"]["unique_graphs"] - self.g0
+        self.breaks = {k: v - self.b0.get(k, 0) for k, v in c["graph_break"].items() if v - self.b0.get(k, 0)}
+        return self
+
+    def record(self, rec, mode, how, why=""):
+        """rec.set_graph_scope from what dynamo captured. forward/backward/update
+        are in compiled code when the step compiled with no break other than the
+        optimizer's own (the update then runs as its own graph)."""
+        if mode != "graph":
+            rec.set_graph_scope(False, False, False)
+            return
+        other = {k: v for k, v in self.breaks.items() if OPTIMIZER_BREAK not in k}
+        n_breaks = sum(self.breaks.values())
+        opt_breaks = n_breaks - sum(other.values())
+        reasons = [why] if why else []
+        if opt_breaks:
+            reasons.append(f"{opt_breaks} break(s) are torch.optim's own around step(): the Adam update is a graph "
+                           "of its own")
+        reasons += [k.splitlines()[0][:160] for k in other]
+        whole = self.graphs > 0 and not other
+        rec.set_graph_scope(whole, whole, whole, graphs=self.graphs, graph_breaks=n_breaks, how=how,
+                            why="; ".join(reasons))
+
+
+def read_adam(rec, *opts):
+    """Adam's lr, betas and eps as the optimizer objects hold them."""
+    g = opts[0].param_groups[0]
+    rec.settings_read(optimizer=type(opts[0]).__name__, lr=g["lr"], betas=list(g["betas"]), adam_eps=g["eps"])
+
+
+@torch.no_grad()
+def reset_adam(*opts):
+    """A fresh Adam state, in place: the compiled update keeps its tensors."""
+    for opt in opts:
+        for state in opt.state.values():
+            for v in state.values():
+                if torch.is_tensor(v):
+                    v.zero_()
+
+
+@torch.no_grad()
+def load_weights(module, weights, dev):
+    """Copy canonical weights (numpy) into the module's tensors in place."""
+    own = module.state_dict()
+    for k, v in weights.items():
+        own[k].copy_(torch.from_numpy(v).to(dev))
+    for m in module.modules():
+        if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and m.num_batches_tracked is not None:
+            m.num_batches_tracked.zero_()
