@@ -1,6 +1,7 @@
 """The runner's own environment: `python3 run_all.py` starts with nothing but
 Python 3, builds the environment `environment.yml` describes (cached per
-user like every framework env), and re-executes itself inside it."""
+user like every framework env, with the same backend and installer: uv where
+it can be had), and re-executes itself inside it. Standard library only."""
 from __future__ import annotations
 
 import os
@@ -13,6 +14,7 @@ from .plan import REPO
 
 RUNNER_SPEC = REPO / "environment.yml"
 RUNNER_KERNEL = "frameval-runner"
+BENCH_DIR = REPO / "bench"
 
 
 def runner_env(backend: str = "auto"):
@@ -26,20 +28,63 @@ def inside_runner(backend: str = "auto") -> bool:
         return False
 
 
-def ensure_runner(argv, backend: str = "auto") -> None:
-    """Return when running inside the runner env; otherwise build it and exec into it."""
+def ensure_runner(argv, backend: str = "auto", script: Path | str | None = None, prebuild=()) -> None:
+    """Return when running inside the runner env; otherwise build it and exec
+    into it: `script` (default run_all.py) with `argv`. When the runner env
+    must be built, the framework environments in `prebuild` ((framework,
+    device) pairs) are built beside it, in parallel, rather than after it."""
     if inside_runner(backend) or os.environ.get("FRAMEVAL_NO_BOOTSTRAP"):
         return
     spec = parse_spec(RUNNER_SPEC)
-    env = ensure_env(spec, choose_backend(backend), echo=lambda m: print(f"frameval: {m}", flush=True))
+    say = lambda m: print(f"frameval: {m}", flush=True)  # noqa: E731
+    b = choose_backend(backend)
+    if prebuild and not env_for(spec, b).ready:
+        from concurrent.futures import ThreadPoolExecutor
+        from .envs import ensure_frameworks
+        with ThreadPoolExecutor(max_workers=1) as ex:
+            runner = ex.submit(ensure_env, spec, b, say)
+            by_device: dict = {}
+            for fw, device in prebuild:
+                by_device.setdefault(device, []).append(fw)
+            for device, fws in by_device.items():  # failures are reported again by the pipeline
+                ensure_frameworks(fws, device, backend, echo=say, on_done=_prebuilt(say))
+            env = runner.result()
+    else:
+        env = ensure_env(spec, b, echo=say)
     sys.stdout.flush()
-    os.execv(str(env.python), [str(env.python), str(REPO / "run_all.py"), *argv])
+    sys.stderr.flush()
+    os.execv(str(env.python), [str(env.python), str(script or REPO / "run_all.py"), *argv])
 
 
-def register_runner_kernel():
+def _prebuilt(say):
+    def done(fw, env, secs):
+        if isinstance(env, Exception):
+            say(f"environment {fw} failed to build ({secs:.1f} s): {str(env).splitlines()[0]}")
+        elif getattr(env, "built_now", False):
+            say(f"environment {fw} built with {env.info().get('installer', 'pip')} in {secs:.1f} s")
+    return done
+
+
+def bootstrap_script(script: str | Path, argv=None, backend: str | None = None) -> None:
+    """For bench/*.py: re-execute `script` inside the runner env (built first if
+    needed), as run_all.py does. `--env-backend X` in argv chooses the backend."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if backend is None:
+        backend = "auto"
+        for i, a in enumerate(argv):
+            if a == "--env-backend" and i + 1 < len(argv):
+                backend = argv[i + 1]
+            elif a.startswith("--env-backend="):
+                backend = a.split("=", 1)[1]
+        if backend not in ("auto", "conda", "venv"):
+            backend = "auto"  # the script's own parser reports it
+    ensure_runner(argv, backend=backend, script=Path(script).resolve())
+
+
+def register_runner_kernel(backend: str = "auto"):
     """The collector notebook runs in the runner env, under this kernel name."""
-    env = runner_env()
-    if not inside_runner():
+    env = runner_env(backend)
+    if not inside_runner(backend):
         return
     register_kernel(env, RUNNER_KERNEL, "frameval · runner (collector)")
 
@@ -50,3 +95,18 @@ def run_tests(pytest_args) -> int:
     env = jupyter_env()
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")]))
     os.execve(sys.executable, [sys.executable, "-m", "pytest", *(pytest_args or ["tests"])], env)
+
+
+def run_bench(argv) -> int:
+    """`python3 run_all.py bench <name> [args]`: bench/<name>.py in the runner env."""
+    names = sorted(p.stem for p in BENCH_DIR.glob("*.py"))
+    if not argv or argv[0] in ("-h", "--help"):
+        print(f"usage: run_all.py bench {{{','.join(names)}}} [args]   (each takes --help)")
+        return 0 if argv else 2
+    name = argv[0][:-3] if argv[0].endswith(".py") else argv[0]
+    if name not in names:
+        print(f"frameval: error: bench {argv[0]!r}: choose one of {', '.join(names)}", file=sys.stderr)
+        return 2
+    script = BENCH_DIR / f"{name}.py"
+    bootstrap_script(script, argv[1:])
+    os.execv(sys.executable, [sys.executable, str(script), *argv[1:]])

@@ -4,10 +4,12 @@ runner environment, then hand over to the pipeline.
     python3 run_all.py [options]        plan -> environments -> runs -> report
     python3 run_all.py test [pytest args]
     python3 run_all.py lab  [--frameworks ...] [--ip --port]
+    python3 run_all.py bench <overhead|pipeline|seed_parity> [args]
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -22,8 +24,10 @@ EPILOG = """examples:
   python3 run_all.py --frameworks torch,tensorflow --mode both -p lenet.epochs=5
   python3 run_all.py --profile full --data-dir ~/mnist --lang zh --title "评测报告"
   python3 run_all.py --report-only --from reports/a --from reports/b --out reports/merged
+  python3 run_all.py --frameworks torch --python torch=~/venvs/torch/bin/python   your own environment
   python3 run_all.py test                             the test suite
   python3 run_all.py lab                              JupyterLab on notebooks/ with every kernel
+  python3 run_all.py bench overhead                   a benchmark (bench/), in the runner environment
 """
 
 
@@ -68,8 +72,55 @@ def parser() -> argparse.ArgumentParser:
                    help="folder with the four MNIST IDX files: use the full MNIST (sets dataset=full)")
     p.add_argument("--download-mnist", action="store_true",
                    help="download the full MNIST IDX files (MD5-checked) into the data cache and use them")
-    p.add_argument("--env-backend", default="auto", help="auto (conda/mamba if on PATH, else venv), conda or venv")
+    p.add_argument("--env-backend", default="auto",
+                   help="auto (conda/mamba if on PATH, else venv), conda or venv; for every environment, the "
+                        "runner's included. venv installs with uv (pip where uv cannot be had; "
+                        "FRAMEVAL_INSTALLER=pip forces pip)")
+    p.add_argument("--python", dest="pythons", action="append", default=[], metavar="FW=PYTHON",
+                   help="run framework FW in an environment you already have, e.g. torch=~/venvs/t/bin/python "
+                        "(repeatable). The framework must import there; frameval adds only ipykernel and numpy "
+                        "if they are missing, registers a kernel and records the environment's pip freeze")
     return p
+
+
+PROBES_VAR = "FRAMEVAL_USER_PYTHON_PROBES"  # the checks done before the re-exec into the runner env
+
+
+def check_user_pythons(args, runs) -> dict:
+    """--python FW=PATH: each framework planned, each interpreter working, the
+    framework importable there, kernel-side packages present or installable."""
+    from .envs import UserEnvError, probe_user_python
+    from .workloads import canonical_framework
+    planned = {r.framework for r in runs}
+    done = {}
+    try:
+        done = json.loads(os.environ.pop(PROBES_VAR, "") or "{}")
+    except ValueError:
+        pass
+    out, probes = {}, {}
+    for item in args.pythons:
+        fw, sep, path = item.partition("=")
+        if not sep or not fw.strip() or not path.strip():
+            fail(f"--python {item!r}: expected FRAMEWORK=PATH, e.g. torch=/path/to/venv/bin/python")
+        fw = canonical_framework(fw.strip())
+        if fw not in FRAMEWORKS:
+            fail(f"--python {item}: unknown framework {fw!r}; choose one of {', '.join(FRAMEWORKS)}")
+        if fw in out:
+            fail(f"--python {fw}= given twice")
+        if fw not in planned:
+            fail(f"--python {item}: {fw} is not among the planned frameworks ({', '.join(sorted(planned))})")
+        path = str(Path(path.strip()).expanduser().absolute())
+        prev = done.get(fw)
+        if prev and prev.get("python") == path:
+            probes[fw] = prev
+        else:
+            try:
+                probes[fw] = probe_user_python(fw, path)
+            except UserEnvError as e:
+                fail(str(e))
+        out[fw] = path
+    os.environ[PROBES_VAR] = json.dumps(probes)  # read once by the re-executed runner, then dropped
+    return {"pythons": out, "probes": probes}
 
 
 def fail(msg: str) -> "NoReturn":  # noqa: F821
@@ -110,6 +161,8 @@ def validate(args) -> list:
         runs = build_plan(args.frameworks, args.workloads, args.mode, args.device, args.profile, params, args.repeats)
     except PlanError as e:
         fail(str(e))
+    users = check_user_pythons(args, runs) if args.pythons else {"pythons": {}, "probes": {}}
+    args.user_pythons, args.user_probes = users["pythons"], users["probes"]
     if args.force and args.force != "all":
         names = {r.framework for r in runs} | {f"{r.framework}/{r.workload}" for r in runs} | {r.name for r in runs}
         for f in args.force.split(","):
@@ -123,12 +176,19 @@ def main(argv=None) -> int:
     if argv[:1] == ["test"]:
         from .bootstrap import run_tests
         return run_tests(argv[1:])
+    if argv[:1] == ["bench"]:
+        from .bootstrap import run_bench
+        return run_bench(argv[1:])
     if argv[:1] == ["lab"]:
         from .lab import main as lab_main
         return lab_main(argv[1:])
     args = parser().parse_args(argv)
     runs = validate(args)
     from .bootstrap import ensure_runner
-    ensure_runner(argv, backend=args.env_backend)  # re-executes inside the runner env if needed
+    prebuild = [] if (args.dry_run or args.report_only) else [
+        (fw, args.device) for fw in dict.fromkeys(r.framework for r in runs) if fw not in args.user_pythons]
+    # re-executes inside the runner env if needed (building it, and the framework envs beside it)
+    ensure_runner(argv, backend=args.env_backend, prebuild=prebuild)
+    os.environ.pop(PROBES_VAR, None)
     from .pipeline import Pipeline
     return Pipeline(args, runs, argv).run()

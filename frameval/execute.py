@@ -2,20 +2,27 @@
 captured into result.json; and the cache key that decides whether a finished
 run can be reused.
 
-papermill runs in a child process (its own session), so a run over its time
-limit, a dead kernel or Ctrl-C kills the whole process group, kernel
-included, and the runner goes on to the next run.
+papermill is imported once per invocation, in the runner; each run calls its
+Python API in a forked child that starts its own session (os.setsid). The
+child reports the kernel's pid (jupyter_client starts kernels in a session of
+their own), so a run over its time limit or Ctrl-C kills both process groups,
+kernel included, and the runner goes on to the next run. The kernel is shut
+down immediately once the notebook is done (nbclient's
+shutdown_kernel="immediate"): result.json is written by then. Where there is
+no fork (Windows), papermill's command line runs in a subprocess instead.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -110,14 +117,190 @@ def _kill_group(proc):
 def terminate_current():
     """Called from the runner's signal handler: kill the running notebook."""
     proc = _current.get("proc")
-    if proc is not None and proc.poll() is None:
-        _kill_group(proc)
+    if proc is not None and proc.returncode is None:
+        proc.kill()
+
+
+# ------------------------------------------------------------- papermill runs
+_pm: dict = {}
+
+
+def load_papermill():
+    """papermill and what each run needs from it (nbformat's schema validator,
+    nbclient, jupyter_client's kernel provisioners), imported and warmed once in
+    the runner; every forked run shares them."""
+    if "papermill" not in _pm:
+        import nbformat
+        import papermill
+        from jupyter_client.manager import KernelManager  # noqa: F401
+        from jupyter_client.provisioning import KernelProvisionerFactory
+        from jupyter_client.provisioning import local_provisioner
+        nbformat.validator.get_validator(version=4, version_minor=nbformat.current_nbformat_minor)
+        KernelProvisionerFactory.instance()  # scans entry points once
+        _pm.update(papermill=papermill, local_provisioner=local_provisioner)
+    return _pm["papermill"]
+
+
+class PapermillRun:
+    """papermill's execute_notebook in a forked child with its own session."""
+
+    def __init__(self, input_path, output_path, params: dict, kernel: str, cwd, log_path,
+                 start_timeout: int = 120, env: dict | None = None):
+        pm = load_papermill()
+        rfd, wfd = os.pipe()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:  # the child: never returns
+            code = 1
+            try:
+                os.close(rfd)
+                code = _child(pm, wfd, input_path, output_path, params, kernel, cwd, log_path, start_timeout, env)
+            finally:
+                os._exit(code)
+        os.close(wfd)
+        self.pid, self._rfd, self.returncode, self.kernel_pids = pid, rfd, None, []
+        try:
+            self._pidfd = os.pidfd_open(pid)
+        except (AttributeError, OSError):
+            self._pidfd = None
+
+    def _read_kernel_pids(self):
+        while self._rfd is not None:
+            r, _, _ = select.select([self._rfd], [], [], 0)
+            if not r:
+                return
+            data = os.read(self._rfd, 4096)
+            if not data:
+                os.close(self._rfd)
+                self._rfd = None
+                return
+            self.kernel_pids += [int(x) for x in data.split()]
+
+    def poll(self):
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:  # reaped elsewhere: success is judged by result.json
+                pid, status = self.pid, 0
+            if pid:
+                self.returncode = (-os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status))
+                self._read_kernel_pids()
+                for fd in (self._pidfd, self._rfd):
+                    if fd is not None:
+                        os.close(fd)
+                self._pidfd = self._rfd = None
+        return self.returncode
+
+    def wait(self, timeout=None):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise subprocess.TimeoutExpired("papermill", timeout)
+            if self._pidfd is not None:
+                select.select([self._pidfd], [], [], left)
+            else:
+                time.sleep(0.02 if left is None else min(0.02, left))
+        return self.returncode
+
+    def kill(self):
+        """SIGKILL the child's process group and every kernel's (the whole tree)."""
+        self._read_kernel_pids()
+        for pgid in ([self.pid] if self.returncode is None else []) + self.kernel_pids:
+            try:
+                os.killpg(pgid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+
+def _child(pm, wfd, input_path, output_path, params, kernel, cwd, log_path, start_timeout, env) -> int:
+    os.setsid()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_DFL)
+    fd = os.open(str(log_path), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.environ.update(env or jupyter_env())
+    import logging
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(levelname)s:%(name)s:%(message)s"))
+    logging.getLogger("papermill").addHandler(handler)
+    logging.getLogger("papermill").setLevel(logging.WARNING)
+    lp = _pm["local_provisioner"]
+    launch = lp.launch_kernel
+
+    def report_kernel(*a, **k):  # the kernel's own session: tell the runner its pid
+        proc = launch(*a, **k)
+        try:
+            os.write(wfd, f"{proc.pid}\n".encode())
+        except OSError:
+            pass
+        return proc
+    lp.launch_kernel = report_kernel
+    try:
+        pm.execute_notebook(str(input_path), str(output_path), parameters=params, kernel_name=kernel,
+                            cwd=str(cwd), start_timeout=start_timeout, progress_bar=False,
+                            shutdown_kernel="immediate")
+        return 0
+    except BaseException:  # noqa: BLE001 - what papermill's CLI prints, for notebook_error
+        traceback.print_exc()
+        return 1
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+
+
+class _CliRun:
+    """The fallback where there is no fork: papermill's command line in a new session."""
+
+    def __init__(self, input_path, output_path, params, kernel, cwd, log_path, start_timeout=120, env=None):
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump(params, f)
+            self._pfile = f.name
+        cmd = [sys.executable, "-m", "papermill", str(input_path), str(output_path), "-f", self._pfile,
+               "-k", kernel, "--cwd", str(cwd), "--start-timeout", str(start_timeout),
+               "--no-progress-bar", "--log-level", "WARNING"]
+        self._log = open(log_path, "w")
+        self._proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=env or jupyter_env(),
+                                      start_new_session=True)
+        self.pid = self._proc.pid
+
+    @property
+    def returncode(self):
+        return self._proc.returncode
+
+    def poll(self):
+        return self._proc.poll()
+
+    def wait(self, timeout=None):
+        try:
+            return self._proc.wait(timeout=timeout)
+        finally:
+            if self._proc.returncode is not None and not self._log.closed:
+                self._log.close()
+                os.unlink(self._pfile)
+
+    def kill(self):
+        _kill_group(self._proc)
+
+
+def start_papermill(input_path, output_path, params: dict, kernel: str, cwd, log_path,
+                    start_timeout: int = 120, env: dict | None = None):
+    """Start one notebook run; returns an object with poll(), wait(timeout), kill()."""
+    cls = PapermillRun if hasattr(os, "fork") and not os.environ.get("FRAMEVAL_PAPERMILL_CLI") else _CliRun
+    return cls(input_path, output_path, params, kernel, cwd, log_path, start_timeout, env)
 
 
 def execute(run: Run, d: Path, kernel: str, parts: dict, timeout: float | None = None,
-            start_timeout: int = 120) -> Outcome:
+            start_timeout: int = 120, env_fields: dict | None = None) -> Outcome:
     """Run the notebook into `d` (output.ipynb, result.json). Never raises for a
-    notebook failure: it is recorded in result.json."""
+    notebook failure: it is recorded in result.json. `env_fields` are added to
+    result["environment"] (where the environment came from)."""
     d.mkdir(parents=True, exist_ok=True)
     for stale in (results.RESULT, "result.partial.json"):
         try:
@@ -125,34 +308,29 @@ def execute(run: Run, d: Path, kernel: str, parts: dict, timeout: float | None =
         except OSError:
             pass
     params = dict(run.params, out_dir=str(d))
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-        json.dump(params, f)
-        pfile = f.name
-    cmd = [sys.executable, "-m", "papermill", str(run.notebook), str(d / "output.ipynb"),
-           "-f", pfile, "-k", kernel, "--cwd", str(d), "--start-timeout", str(start_timeout),
-           "--no-progress-bar", "--log-level", "WARNING"]
+    load_papermill()  # once per invocation, outside the run's clock
     t0 = time.perf_counter()
-    log = open(d / "papermill.log", "w")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=jupyter_env(), start_new_session=True)
+    proc = start_papermill(run.notebook, d / "output.ipynb", params, kernel, d, d / "papermill.log", start_timeout)
     _current["proc"] = proc
     err_type = err_msg = None
     try:
         proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
-        _kill_group(proc)
+        proc.kill()
         proc.wait()
         err_type, err_msg = "Timeout", f"run exceeded --timeout {timeout:g} s and was killed"
     finally:
         _current.pop("proc", None)
-        log.close()
-        os.unlink(pfile)
     secs = time.perf_counter() - t0
     if _current.pop("interrupted", False):
+        proc.kill()  # the kernel's group too, if the child was gone first
         err_type, err_msg = "Interrupted", "the runner was interrupted (SIGINT/SIGTERM) during this run"
     res = results.read_result(d / results.RESULT) if (d / results.RESULT).exists() else None
-    if err_type is None and proc.returncode == 0 and res and res.get("status") in ("ok", "failed"):
+    if err_type is None and proc.returncode == 0 and res and res.get("status") in ("ok", "failed", "check_failed"):
         res.update(cache_parts=parts, cache_key=cache_key(parts), wall_s=round(secs, 2),
                    executed=time.strftime("%Y-%m-%dT%H:%M:%S"))
+        if env_fields:
+            res.setdefault("environment", {}).update(env_fields)
         res.pop("reused", None)
         results.write_result(d, res)
         return Outcome(res["status"], secs, "" if res["status"] == "ok" else res.get("error", {}).get("message", ""))
@@ -163,6 +341,8 @@ def execute(run: Run, d: Path, kernel: str, parts: dict, timeout: float | None =
     rec = results.failure_record(run, err_type, err_msg, tb, results.load_partial(d))
     rec.update(cache_parts=parts, cache_key=cache_key(parts), wall_s=round(secs, 2),
                executed=time.strftime("%Y-%m-%dT%H:%M:%S"))
+    if env_fields:
+        rec.setdefault("environment", {}).update(env_fields)
     results.write_result(d, rec)
     if err_type == "Interrupted":
         raise Interrupted()

@@ -8,7 +8,6 @@ on; SIGINT/SIGTERM kill the current run, record it, and still write the report
 """
 from __future__ import annotations
 
-import json
 import os
 import signal
 import statistics
@@ -122,25 +121,39 @@ class Pipeline:
         self.say(f"frameval: data caches ready in {data.data_cache_dir()} ({time.perf_counter() - t0:.1f} s)")
 
     def environments(self) -> dict:
+        """Every planned framework's environment, built in parallel (or the
+        user's own, --python): one progress line each, a failed one naming its log."""
         from .bootstrap import register_runner_kernel
-        register_runner_kernel()
-        out = {}
-        for fw in sorted({r.framework for r in self.runs}, key=lambda f: [r.framework for r in self.runs].index(f)):
-            t0 = time.perf_counter()
-            try:
-                env = envs.ensure_framework(fw, self.args.device, self.args.env_backend,
-                                            echo=lambda m: self.say(f"frameval: {m}"))
-                out[fw] = env
-                spec = env.spec
-                results.atomic_write_json(self.out / "environments" / f"{fw}.json", {
-                    "framework": fw, "spec_name": spec.name, "spec_path": _rel(spec.path),
-                    "spec_text": spec.text, "key": spec.key, "backend": env.backend, "python": spec.python,
-                    "prefix": str(env.prefix), "freeze": env.freeze, **env.info()})
-                self.say(f"frameval: environment {fw} ready ({time.perf_counter() - t0:.1f} s)")
-            except Exception as e:  # noqa: BLE001 - any build failure fails only this framework
-                out[fw] = e
-                self.say(f"frameval: environment {fw} FAILED to build: {str(e).splitlines()[0]}")
-        return out
+        register_runner_kernel(self.args.env_backend)
+        fws = list(dict.fromkeys(r.framework for r in self.runs))
+        users = getattr(self.args, "user_pythons", {}) or {}
+
+        def done(fw, env, secs):
+            if not isinstance(env, envs.Env):
+                self.say(f"frameval: environment {fw} FAILED to build: {str(env).splitlines()[0]}")
+                return
+            spec = env.spec
+            results.atomic_write_json(self.out / "environments" / f"{fw}.json", {
+                "framework": fw, "spec_name": spec.name, "spec_path": _rel(spec.path),
+                "spec_text": spec.text, "key": spec.key, "backend": env.backend, "python": spec.python,
+                "prefix": str(env.prefix), "freeze": env.freeze, "kernel": env.kernel, **env.info(),
+                **env.result_fields()})
+            if env.provided_by_user:
+                info = env.info()
+                self.say(f"frameval: environment {fw}: your {env.python} ({fw} {info.get('framework_version')}, "
+                         f"Python {info.get('python_version')}; spec pins {envs.spec_pin(spec) or '-'}) "
+                         f"ready ({secs:.1f} s)")
+            elif env.built_now:
+                self.say(f"frameval: environment {fw} built with {env.info().get('installer', 'pip')} "
+                         f"in {secs:.1f} s")
+            else:
+                self.say(f"frameval: environment {fw} ready ({secs:.1f} s)")
+
+        probes = getattr(self.args, "user_probes", {}) or {}
+        return envs.ensure_frameworks(fws, self.args.device, self.args.env_backend,
+                                      echo=lambda m: self.say(f"frameval: {m}"),
+                                      user_pythons={fw: (users[fw], probes.get(fw)) for fw in users},
+                                      on_done=done)
 
     def _forced(self, run) -> bool:
         f = self.args.force
@@ -153,13 +166,22 @@ class Pipeline:
 
     def dry_run(self) -> int:
         self.say(f"frameval: plan for {self.out} ({len(self.runs)} runs, profile {self.args.profile}):")
+        users, user_keys = getattr(self.args, "user_pythons", {}) or {}, {}
         for i, run in enumerate(self.runs, 1):
             env = envs.env_for(envs.parse_spec(envs.spec_path(run.framework, run.device)),
                                envs.choose_backend(self.args.env_backend))
-            parts = execute.key_parts(run, env.freeze if env.ready else "")
+            if run.framework in users:  # the user's own environment: its freeze now
+                if run.framework not in user_keys:
+                    probe = (getattr(self.args, "user_probes", {}) or {}).get(run.framework) or {}
+                    user_keys[run.framework] = envs.Env(
+                        env.spec, Path(probe.get("prefix", "")), "user", python_path=Path(users[run.framework]),
+                        user=dict(probe, freeze=envs.user_freeze(users[run.framework]))).key_text
+                parts = execute.key_parts(run, user_keys[run.framework])
+            else:
+                parts = execute.key_parts(run, env.freeze if env.ready else "")
             d = results.run_dir(self.out, run.framework, run.workload, run.mode, run.device, run.repeat)
             dec = execute.decide(run, d, parts, self._forced(run))
-            extra = "" if env.ready else " (environment not built yet)"
+            extra = "" if env.ready or run.framework in users else " (environment not built yet)"
             self.say(f"  [{i}/{len(self.runs)}] {run.name}{'' if run.repeat == 1 else f' repeat {run.repeat}'}: "
                      f"{'execute' if dec.execute else 'reuse'} ({dec.why}){extra}")
         return 0
@@ -180,7 +202,7 @@ class Pipeline:
                 self.say(f"{label}: failed (environment did not build)")
                 failed = True
                 continue
-            parts = execute.key_parts(run, env.freeze)
+            parts = execute.key_parts(run, env.key_text)
             dec = execute.decide(run, d, parts, self._forced(run))
             if not dec.execute:
                 res = results.read_result(d / results.RESULT)
@@ -190,8 +212,8 @@ class Pipeline:
                 continue
             self.say(f"{label}: running ({dec.why}) ...")
             try:
-                outcome = execute.execute(run, d, envs.kernel_name(run.framework, run.device), parts,
-                                          timeout=self.args.timeout)
+                outcome = execute.execute(run, d, env.kernel or envs.kernel_name(run.framework, run.device), parts,
+                                          timeout=self.args.timeout, env_fields=env.result_fields())
             except execute.Interrupted:
                 self.say(f"{label}: interrupted")
                 failed = True
@@ -238,23 +260,26 @@ class Pipeline:
     def collect(self, sources) -> int:
         """Run notebooks/collect.ipynb in the runner kernel: report.md + report.html."""
         from .bootstrap import RUNNER_KERNEL, register_runner_kernel
-        register_runner_kernel()
+        register_runner_kernel(self.args.env_backend)
         a = self.args
         params = {"sources": [str(Path(s).resolve()) for s in sources], "out_dir": str(self.out),
                   "lang": a.lang, "title": a.title, "author": a.author,
                   "notes_file": str(Path(a.notes).resolve()) if a.notes else "", "name": a.name,
                   "command": "python3 run_all.py " + " ".join(_quote(x) for x in self.argv)}
         self.out.mkdir(parents=True, exist_ok=True)
-        pfile = self.out / ".collect-params.json"
-        pfile.write_text(json.dumps(params))
         t0 = time.perf_counter()
-        cmd = [sys.executable, "-m", "papermill", str(REPO / "notebooks" / "collect.ipynb"),
-               str(self.out / "collect.ipynb"), "-f", str(pfile), "-k", RUNNER_KERNEL, "--cwd", str(self.out),
-               "--no-progress-bar", "--log-level", "WARNING"]
-        p = subprocess.run(cmd, env=envs.jupyter_env(), capture_output=True, text=True)
-        pfile.unlink()
-        if p.returncode != 0:
-            self.say(f"frameval: the collector failed; see {self.out / 'collect.ipynb'}\n{p.stderr[-2000:]}")
+        log = self.out / ".collect.log"
+        proc = execute.start_papermill(REPO / "notebooks" / "collect.ipynb", self.out / "collect.ipynb", params,
+                                       RUNNER_KERNEL, self.out, log)
+        execute._current["proc"] = proc  # Ctrl-C kills it as it does a run
+        try:
+            code = proc.wait()
+        finally:
+            execute._current.pop("proc", None)
+        tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+        log.unlink(missing_ok=True)
+        if code != 0:
+            self.say(f"frameval: the collector failed; see {self.out / 'collect.ipynb'}\n{tail}")
             return EXIT_FAILED
         self.say(f"frameval: report written in {time.perf_counter() - t0:.1f} s: "
                  f"{self.out / (a.name + '.md')} and {self.out / (a.name + '.html')}")
