@@ -7,12 +7,17 @@ set to ERROR. So the setup cell imports it right after `rec = nb.Recorder(...)`:
     rec = nb.Recorder(...)                      # thread env vars first
     from frameval.fw import tensorflow_support as fw
     import tensorflow as tf                     # already imported, now silently
-    ...threads with tf.config.threading...
+    fw.set_threads(rec)                         # before the first op; read back
     dev, gpu_hooks = fw.choose_device(device)
     rec.after_import(tf.__version__, **gpu_hooks)
 
 - `SpecAdam`: Keras' Adam with the spec's (PyTorch's) epsilon placement.
-- `choose_device`: CPU or GPU, and the recorder's GPU hooks.
+- `set_threads`: both thread pools set and read back.
+- `choose_device`: CPU or GPU, and the recorder's GPU hooks; `placement`: where the data live.
+- `compile_step`: `tf.function` of the whole train step in graph mode; `record_scope`:
+  the graph scope from the step's own trace count.
+- `read_adam`, `reset_adam`: the optimizer's settings read back; a fresh Adam state put
+  back in place after the check (the traced step keeps its variables).
 
 See docs/frameworks/tensorflow.md ("Defaults set explicitly", "Device, threads, ...").
 """
@@ -86,3 +91,58 @@ def choose_device(device):
         reset_device_peak=(lambda: tf.config.experimental.reset_memory_stats("GPU:0")) if gpu else None,
         device_peak_mb=(lambda: tf.config.experimental.get_memory_info("GPU:0")["peak"] / 1e6) if gpu else None,
         gpu_name=tf.config.experimental.get_device_details(gpus[0]).get("device_name", "GPU") if gpu else None)
+
+
+def set_threads(rec):
+    """Both thread pools to rec.threads (before the first op: the runtime fixes them when
+    it starts), then read back from tf.config.threading."""
+    tf.config.threading.set_intra_op_parallelism_threads(rec.threads)
+    tf.config.threading.set_inter_op_parallelism_threads(rec.threads)
+    intra = tf.config.threading.get_intra_op_parallelism_threads()
+    inter = tf.config.threading.get_inter_op_parallelism_threads()
+    # 0 would mean "the runtime picks": not a count, so not reported as one
+    rec.set_threads_effective(intra or None, inter or None,
+                              "tf.config.threading.get_intra_op_parallelism_threads / "
+                              "get_inter_op_parallelism_threads")
+    return intra, inter
+
+
+def placement(dev):
+    """Where the data set lives once the data cell made tensors of it (`tf.constant`
+    copies the numpy array: checked, the tensor's buffer is not numpy's)."""
+    return "host copy (tf.constant)" if dev.startswith("/CPU") else f"device copy ({dev})"
+
+
+def compile_step(step, mode):
+    """Graph mode: the whole train step (forward, tape.gradient, apply_gradients) as
+    one tf.function, no XLA. Eager: the same Python function, op by op."""
+    return tf.function(step, jit_compile=False) if mode == "graph" else step
+
+
+def record_scope(rec, mode, step, why=""):
+    """rec.set_graph_scope for a train step made by compile_step: everything of the
+    step is in its graph (TensorFlow has no graph breaks: a function that cannot be
+    traced fails); `graphs` is the step's own trace count (evaluation excluded)."""
+    if mode != "graph":
+        rec.set_graph_scope(False, False, False)
+        return
+    traces = step.experimental_get_tracing_count()
+    rec.set_graph_scope(True, True, True, graphs=traces, graph_breaks=0,
+                        how="tf.function (no XLA) of the whole train step: forward, GradientTape.gradient, "
+                            "Adam.apply_gradients", why=why)
+
+
+def read_adam(rec, *opts):
+    """Adam's lr, betas and epsilon as the optimizer objects hold them."""
+    o = opts[0]
+    rec.settings_read(optimizer="Adam" if isinstance(o, keras.optimizers.Adam) else type(o).__name__,
+                      lr=float(o.learning_rate), betas=[float(o.beta_1), float(o.beta_2)], adam_eps=float(o.epsilon))
+
+
+def reset_adam(*opts):
+    """A fresh Adam state, in place: moments zeroed, iteration counter 0. The learning
+    rate variable is left alone; the traced step keeps reading the same variables."""
+    for o in opts:
+        for v in list(o._momentums) + list(o._velocities):
+            v.assign(tf.zeros(v.shape, v.dtype))
+        o.iterations.assign(0)
