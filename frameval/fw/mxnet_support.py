@@ -3,12 +3,18 @@
 - `Adam`: Gluon's fused Adam corrected to the spec's (PyTorch's) epsilon placement.
 - `check_device`, `gpu_name`: the GPU guard and the GPU name for `rec.after_import`.
 - `param_count`: trainable parameters, as recorded by `rec.set_param_counts`.
-- `cached_op_built`: whether `hybridize()` really built a CachedOp, for `rec.set_compiled`.
+- `threads_effective`: the OpenMP thread count read back (MXNet 1.9.1 has no getter).
+- `read_adam`, `reset_adam`: the optimizer's settings as the Trainer holds them; a
+  fresh Adam state put back in place after the check.
+- `grads`: the gradients the last backward left on the parameters.
+- `record_scope`: `rec.set_graph_scope` from the CachedOps the training step built.
 
 This module imports mxnet: import it only after the setup cell has set the thread
 environment variables (MXNet reads them once, at import).
 """
+import ctypes
 import math
+import os
 
 import mxnet as mx
 from mxnet import nd
@@ -49,3 +55,68 @@ def param_count(net):
 def cached_op_built(*nets):
     """Whether hybridize() really built a CachedOp graph for every block (set after its first call)."""
     return all(getattr(net, "_cached_op", None) is not None for net in nets)
+
+
+def threads_effective(rec):
+    """MXNet 1.9.1 reads OMP_NUM_THREADS / MXNET_CPU_WORKER_NTHREADS at import and has
+    no getter (the C API exports only MXSetNumOMPThreads). The OpenMP count is read
+    back from the libgomp that MXNet loaded; the engine's worker count cannot be."""
+    intra, how = None, "no MXNet thread getter"
+    try:
+        gomp = ctypes.CDLL("libgomp.so.1", mode=getattr(os, "RTLD_NOLOAD", 0))
+        intra, how = gomp.omp_get_max_threads(), "omp_get_max_threads() of the libgomp MXNet loaded (ctypes)"
+    except OSError:
+        pass
+    missing = ["MXNet 1.9.1 has no thread-count getter (only MXSetNumOMPThreads in the C API)",
+               "engine workers (MXNET_CPU_WORKER_NTHREADS=" + os.environ.get("MXNET_CPU_WORKER_NTHREADS", "?")
+               + ") cannot be read back"]
+    rec.set_threads_effective(intra, None, how, missing)
+
+
+def read_adam(rec, *trainers):
+    """Adam's lr, betas and eps as the Trainer's optimizer object holds them."""
+    o = trainers[0].optimizer
+    rec.settings_read(optimizer=type(o).__name__, lr=trainers[0].learning_rate, betas=[o.beta1, o.beta2],
+                      adam_eps=o.epsilon)
+
+
+def reset_adam(*trainers):
+    """A fresh Adam state in place: the moment arrays zeroed, the step counts cleared."""
+    for trainer in trainers:
+        for updater in trainer._updaters:
+            for state in updater.states.values():
+                for arr in (state if isinstance(state, (list, tuple)) else [state]):
+                    if arr is not None:
+                        arr[:] = 0
+        o = trainer.optimizer
+        for counts in o._all_index_update_counts.values():
+            counts.clear()
+        o.num_update = o.begin_num_update
+
+
+def grads(params, prefix=""):
+    """{prefix + name: gradient} of the Gluon Parameters in `params` ({name: Parameter}),
+    as the last backward wrote them (grad_req="write")."""
+    return {prefix + k: p.grad().asnumpy() for k, p in params.items()}
+
+
+def record_scope(rec, mode, blocks, how, why):
+    """rec.set_graph_scope: forward and backward in graphs when every hybridized block
+    of the training step built its CachedOp; the update stays outside (see `why`)."""
+    if mode != "graph":
+        rec.set_graph_scope(False, False, False)
+        return
+    built = sum(getattr(b, "_cached_op", None) is not None for b in blocks)
+    whole = built == len(blocks)
+    rec.set_graph_scope(whole, whole, False, graphs=built, graph_breaks=None, how=how,
+                        why=why if whole else f"only {built} of {len(blocks)} CachedOps built; " + why)
+
+
+def placement(device):
+    """Where the data set lives once the data cell moved it (nd.array copies)."""
+    return "host copy (nd.array copies numpy's buffer)" if device == "cpu" else "device copy (mx.gpu(0))"
+
+
+UPDATE_WHY = ("the Adam update runs eagerly: Gluon's Trainer.step calls the fused adam_update operator once per "
+              "parameter from Python, and MXNet 1.9 has no supported way to put an optimizer update into a CachedOp "
+              "(hybridize() compiles HybridBlocks only)")
