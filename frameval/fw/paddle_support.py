@@ -60,3 +60,91 @@ def gpu_hooks(gpu):
 def count_params(model):
     """Trainable parameters. BatchNorm's `_mean`/`_variance` are in `parameters()` too, with stop_gradient=True."""
     return sum(p.numel().item() for p in model.parameters() if not p.stop_gradient)
+
+
+def set_threads(rec):
+    """paddle.base.core.set_num_threads, read back from the OpenMP runtime Paddle ships (libiomp5:
+    Paddle has no get_num_threads)."""
+    import ctypes
+
+    import paddle
+
+    missing = ["paddle has no get_num_threads (only paddle.base.core.set_num_threads)",
+               "no inter-op thread setting or getter"]
+    if hasattr(paddle.base.core, "set_num_threads"):
+        paddle.base.core.set_num_threads(rec.threads)
+    else:
+        missing.append("paddle.base.core.set_num_threads")
+    intra, how = None, "no Paddle thread getter"
+    for lib in ("libiomp5.so", "libgomp.so.1"):
+        try:
+            path = os.path.join(os.path.dirname(paddle.__file__), "libs", lib)
+            omp = ctypes.CDLL(path if os.path.exists(path) else lib, mode=getattr(os, "RTLD_NOLOAD", 0))
+            intra, how = omp.omp_get_max_threads(), f"omp_get_max_threads() of the {lib} Paddle loaded (ctypes)"
+            break
+        except OSError:
+            continue
+    rec.set_threads_effective(intra, None, how, missing)
+
+
+def placement(gpu):
+    return "device copy (paddle.to_tensor on gpu:0)" if gpu else "host copy (paddle.to_tensor copies numpy's buffer)"
+
+
+def read_adam(rec, *opts):
+    """Adam's lr, betas and eps as the optimizer objects hold them."""
+    o = opts[0]
+    rec.settings_read(optimizer=type(o).__name__, lr=o.get_lr(), betas=[float(o._beta1), float(o._beta2)],
+                      adam_eps=float(o._epsilon))
+
+
+def reset_adam(*opts):
+    """A fresh Adam state in place: every accumulator (moments, beta powers) set back to its
+    initial value; the optimizer objects and the converted programs stay."""
+    import paddle
+
+    for opt in opts:
+        for name, accs in opt._accumulators.items():
+            for acc in accs.values():
+                if "beta1_pow" in name:
+                    acc.set_value(paddle.full_like(acc, opt._beta1))
+                elif "beta2_pow" in name:
+                    acc.set_value(paddle.full_like(acc, opt._beta2))
+                else:
+                    acc.set_value(paddle.zeros_like(acc))
+
+
+def grads(model, prefix="", transpose=(), rename=None):
+    """{prefix + canonical name: p.grad} as the step's backward left them (before the next clear_grad);
+    names in `transpose` are Linear weights, stored (in, out) in Paddle."""
+    out = {}
+    for k, p in model.named_parameters():
+        if p.stop_gradient or p.grad is None:
+            continue
+        g = p.grad.numpy()
+        name = (rename or {}).get(k, k)
+        out[prefix + name] = g.T if name in transpose else g
+    return out
+
+
+def programs(*static_layers):
+    """Static programs built so far by the converted forwards (one per input shape and train/eval flag)."""
+    return sum(len(m.forward.program_cache) for m in static_layers)
+
+
+WHOLE_STEP_ERROR = ("paddle.jit.to_static(full_graph=True) of the whole step (forward, loss.backward(), opt.step()) "
+                    "fails in Paddle 3.3.1: \"AttributeError: 'paddle.base.libpaddle.pir.Value' object has no "
+                    "attribute 'backward'\"; with opt.minimize(loss) or paddle.grad(loss, params) instead: "
+                    "\"TypeError: Value Wrapper is only support None and pir.Value\" (the parameters are dynamic-graph "
+                    "tensors, not values of the traced program)")
+
+
+def record_scope(rec, mode, n_programs, how, outside):
+    """rec.set_graph_scope for the converted forward: its backward runs as the static program's backward
+    (run_program's grad); the Adam update runs in the dynamic graph (WHOLE_STEP_ERROR)."""
+    if mode != "graph":
+        rec.set_graph_scope(False, False, False)
+        return
+    ok = n_programs > 0
+    rec.set_graph_scope(ok, ok, False, graphs=n_programs, graph_breaks=0, how=how,
+                        why="the Adam update runs in the dynamic graph: " + WHOLE_STEP_ERROR + "; " + outside)
