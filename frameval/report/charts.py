@@ -23,8 +23,15 @@ from .spec import FRAMEWORKS  # noqa: E402
 PALETTE = {"torch": "#ee4c2c", "tensorflow": "#ff8f00", "paddle": "#2932e1", "mindspore": "#2ca02c",
            "megengine": "#9467bd", "mxnet": "#17becf"}
 EXTRA = ("#8c564b", "#e377c2", "#7f7f7f", "#bcbd22")
+PLOT_MAX = 1e100  # larger magnitudes overflow an axis with its margins: not drawn (the tables show them)
 CJK_FILES = ("NotoSansCJKsc-Regular.otf", "NotoSansCJK-Regular.ttc", "NotoSansSC-Regular.otf",
              "SourceHanSansSC-Regular.otf", "wqy-microhei.ttc", "wqy-zenhei.ttc", "SimHei.ttf")
+
+
+def plottable(v):
+    """The value as a float an axis can hold, or None (not a finite number, or absurdly large)."""
+    x = fmt.num(v)
+    return x if x is not None and abs(x) <= PLOT_MAX else None
 
 
 def find_cjk_font() -> Path | None:
@@ -109,20 +116,20 @@ class Charts:
     # ----------------------------------------------------------- charts
     def bars(self, name, title, ylabel, items, errors=None, note=None):
         """items: [(label, value, framework, mode)], errors: [(low, high)] or None."""
-        items = [(i, it) for i, it in enumerate(items) if fmt.num(it[1]) is not None]
+        items = [(i, it) for i, it in enumerate(items) if plottable(it[1]) is not None]
         if not items:
             return None
         with plt.rc_context(self.rc):
             fig, axes = self._fig(w=max(4.5, 0.9 * len(items) + 2), h=3.4)
             ax = axes[0][0]
             xs = list(range(len(items)))
-            vals = [it[1] for _, it in items]
+            vals = [plottable(it[1]) for _, it in items]
             cols = [self.color(it[2], i) for i, (_, it) in enumerate(items)]
             hatches = ["//" if it[3] == "eager" else "" for _, it in items]
             yerr = None
             if errors:
-                lo = [max(0.0, v - (errors[i][0] if fmt.num(errors[i][0]) is not None else v)) for (i, _), v in zip(items, vals)]
-                hi = [max(0.0, (errors[i][1] if fmt.num(errors[i][1]) is not None else v) - v) for (i, _), v in zip(items, vals)]
+                lo = [max(0.0, v - (errors[i][0] if plottable(errors[i][0]) is not None else v)) for (i, _), v in zip(items, vals)]
+                hi = [max(0.0, (errors[i][1] if plottable(errors[i][1]) is not None else v) - v) for (i, _), v in zip(items, vals)]
                 yerr = [lo, hi]
             bars = ax.bar(xs, vals, color=cols, edgecolor="#333", linewidth=0.6, yerr=yerr, capsize=3)
             for b, h in zip(bars, hatches):
@@ -142,7 +149,7 @@ class Charts:
 
     def grouped_bars(self, name, title, ylabel, labels, series):
         """series: [(series label, [values per label], hatch)] -> grouped bars; None when empty."""
-        series = [s for s in series if any(fmt.num(v) is not None for v in s[1])]
+        series = [s for s in series if any(plottable(v) is not None for v in s[1])]
         if not series or not labels:
             return None
         with plt.rc_context(self.rc):
@@ -153,11 +160,11 @@ class Charts:
             greys = ("#4c72b0", "#a1c4e8", "#dd8452")
             for k, (slabel, vals, hatch) in enumerate(series):
                 xs = [i - 0.4 + width * (k + 0.5) for i in range(len(labels))]
-                vv = [fmt.num(v) if fmt.num(v) is not None else 0.0 for v in vals]
+                vv = [plottable(v) if plottable(v) is not None else 0.0 for v in vals]
                 bars = ax.bar(xs, vv, width=width, label=slabel, color=greys[k % len(greys)], edgecolor="#333",
                               linewidth=0.5, hatch=hatch)
                 for x, v, b in zip(xs, vals, bars):
-                    txt = fmt.mb(v) if fmt.num(v) is not None else fmt.NA
+                    txt = fmt.mb(v) if plottable(v) is not None else fmt.NA
                     ax.annotate(txt, (x, b.get_height()), ha="center", va="bottom", fontsize=7, xytext=(0, 2),
                                 textcoords="offset points", rotation=90 if n > 2 else 0)
             ax.set_xticks(range(len(labels)))
@@ -170,14 +177,14 @@ class Charts:
 
     def curves(self, name, panels, xlabel):
         """panels: [(title, ylabel, [(label, framework, mode, [y per epoch])])]."""
-        panels = [p for p in panels if any(any(fmt.num(v) is not None for v in s[3]) for s in p[2])]
+        panels = [p for p in panels if any(any(plottable(v) is not None for v in s[3]) for s in p[2])]
         if not panels:
             return None
         with plt.rc_context(self.rc):
             fig, axes = self._fig(w=3.6 * len(panels) + 0.6, h=3.3, ncols=len(panels))
             for ax, (title, ylabel, series) in zip(axes[0], panels):
                 for i, (label, fw, mode, ys) in enumerate(series):
-                    pts = [(e + 1, fmt.num(v)) for e, v in enumerate(ys) if fmt.num(v) is not None]
+                    pts = [(e + 1, plottable(v)) for e, v in enumerate(ys) if plottable(v) is not None]
                     if not pts:
                         continue
                     ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", markersize=3,
@@ -201,9 +208,9 @@ class Charts:
             fig, axes = self._fig(w=7.5, h=3.6)
             ax = axes[0][0]
             xs = list(range(len(truth)))
-            ax.plot(xs, [fmt.num(v) for v in truth], color="black", linewidth=2.0, label=truth_label)
+            ax.plot(xs, [plottable(v) for v in truth], color="black", linewidth=2.0, label=truth_label)
             for i, (label, fw, mode, ys) in enumerate(series):
-                ax.plot(list(range(len(ys))), [fmt.num(v) for v in ys], color=self.color(fw, i), linewidth=1.0,
+                ax.plot(list(range(len(ys))), [plottable(v) for v in ys], color=self.color(fw, i), linewidth=1.0,
                         linestyle="--" if mode == "eager" else "-", label=label, alpha=0.85)
             ax.set_title(title)
             ax.set_xlabel(xlabel)
@@ -214,20 +221,20 @@ class Charts:
     def hbar_panels(self, name, panels, note=None):
         """Summary figure: one panel per workload, horizontal bars.
         panels: [(title, xlabel, [(label, value, framework, best)])]."""
-        panels = [p for p in panels if any(fmt.num(v[1]) is not None for v in p[2])]
+        panels = [p for p in panels if any(plottable(v[1]) is not None for v in p[2])]
         if not panels:
             return None
         rows = max(len(p[2]) for p in panels)
         with plt.rc_context(self.rc):
             fig, axes = self._fig(w=3.4 * len(panels) + 0.8, h=0.32 * rows + 1.3, ncols=len(panels))
             for ax, (title, xlabel, items) in zip(axes[0], panels):
-                items = [it for it in items if fmt.num(it[1]) is not None]
+                items = [it for it in items if plottable(it[1]) is not None]
                 ys = list(range(len(items)))[::-1]
-                ax.barh(ys, [it[1] for it in items], color=[self.color(it[2], i) for i, it in enumerate(items)],
+                ax.barh(ys, [plottable(it[1]) for it in items], color=[self.color(it[2], i) for i, it in enumerate(items)],
                         edgecolor=["black" if it[3] else "#333" for it in items],
                         linewidth=[2.0 if it[3] else 0.5 for it in items])
                 for y, it in zip(ys, items):
-                    ax.annotate(fmt.sig(it[1]), (it[1], y), va="center", ha="left", fontsize=7, xytext=(2, 0),
+                    ax.annotate(fmt.sig(it[1]), (plottable(it[1]), y), va="center", ha="left", fontsize=7, xytext=(2, 0),
                                 textcoords="offset points")
                 ax.set_yticks(ys)
                 ax.set_yticklabels([it[0] for it in items], fontsize=8)

@@ -5,6 +5,7 @@ unless it is `Markup` (fenced code blocks, the author's notes)."""
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import html
 import mimetypes
@@ -105,24 +106,41 @@ def _guard(problems, broken):
     return guard
 
 
-def render_html(ctx: dict, templates: Path, assets: Path, problems=None) -> str:
-    env = _env(templates, True)
-    env.filters["datauri"] = _datauri(assets)
-    env.globals["guard"] = _guard(problems, _html_broken) if problems is not None else (lambda what, fn, *a, **k: fn(*a, **k))
-    env.globals["broken"] = _html_broken
-    digest = base64.b64encode(hashlib.sha256(SORT_JS.encode("utf-8")).digest()).decode("ascii")
-    return env.get_template("report.html.j2").render(**ctx, sort_js=Markup(SORT_JS),
-                                                     csp_script=Markup(f"'sha256-{digest}'")).lstrip()
+@jinja2.pass_context
+def _datauri_filter(context, name):
+    return context["datauri_of"](name)
 
 
-def render_markdown(ctx: dict, templates: Path, problems=None) -> str:
-    env = _env(templates, False, finalize=fmt.md_finalize)
+@functools.lru_cache(maxsize=8)
+def _html_env(templates: str) -> jinja2.Environment:
+    env = _env(Path(templates), True)
+    env.filters["datauri"] = _datauri_filter
+    return env
+
+
+@functools.lru_cache(maxsize=8)
+def _md_env(templates: str) -> jinja2.Environment:
+    env = _env(Path(templates), False, finalize=fmt.md_finalize)
     env.filters["mdlink"] = _mdlink
     env.filters["mdimg"] = _mdimg
     env.filters["raw"] = lambda s: Markup(str(s))
-    env.globals["guard"] = _guard(problems, _md_broken) if problems is not None else (lambda what, fn, *a, **k: Markup(fn(*a, **k)))
-    env.globals["broken"] = _md_broken
-    text = env.get_template("report.md.j2").render(**ctx)
+    return env
+
+
+def _plain(what, fn, *a, **k):
+    return Markup(fn(*a, **k))
+
+
+def render_html(ctx: dict, templates: Path, assets: Path, problems=None) -> str:
+    digest = base64.b64encode(hashlib.sha256(SORT_JS.encode("utf-8")).digest()).decode("ascii")
+    return _html_env(str(templates)).get_template("report.html.j2").render(
+        **ctx, sort_js=Markup(SORT_JS), csp_script=Markup(f"'sha256-{digest}'"), datauri_of=_datauri(assets),
+        guard=_guard(problems, _html_broken) if problems is not None else _plain, broken=_html_broken).lstrip()
+
+
+def render_markdown(ctx: dict, templates: Path, problems=None) -> str:
+    text = _md_env(str(templates)).get_template("report.md.j2").render(
+        **ctx, guard=_guard(problems, _md_broken) if problems is not None else _plain, broken=_md_broken)
     return re.sub(r"\n{3,}", "\n\n", text).lstrip()
 
 
@@ -170,13 +188,28 @@ def fallback_html(title, problems, S, lang) -> str:
 
 
 # ------------------------------------------------------------------ the author's notes
-_ACTIVE = re.compile(r"<(/?)(script|iframe|object|embed|style|link|meta|base|form)\b", re.I)
+_TAG = re.compile(r"<(?=[/!?A-Za-z])(?!(?:https?|ftp|mailto):)")
+_FENCE = re.compile(r"(?ms)^(`{3,}|~{3,})[^\n]*\n.*?^\1[ \t]*$")
+_CODE_SPAN = re.compile(r"(`+)(?:.+?)\1")
+
+
+def _escape_tags(text: str) -> str:
+    """`<tag`, `</tag`, `<!--` as text; code spans and autolinks (<https://...>) kept."""
+    out, pos = [], 0
+    for m in _CODE_SPAN.finditer(text):
+        out.append(_TAG.sub("&lt;", text[pos:m.start()]) + m.group(0))
+        pos = m.end()
+    return "".join(out) + _TAG.sub("&lt;", text[pos:])
 
 
 def notes_markdown(text: str) -> Markup:
-    """The author's Markdown for the .md report, as it is, except that tags which
-    would run or load something (script, iframe, ...) are escaped."""
-    return Markup(_ACTIVE.sub(lambda m: f"&lt;{m.group(1)}{m.group(2)}", text or ""))
+    """The author's Markdown for the .md report: its Markdown as it is, raw HTML
+    shown as text (as in the HTML report), fenced code blocks untouched."""
+    text, out, pos = text or "", [], 0
+    for m in _FENCE.finditer(text):
+        out.append(_escape_tags(text[pos:m.start()]) + m.group(0))
+        pos = m.end()
+    return Markup("".join(out) + _escape_tags(text[pos:]))
 
 
 def notes_html(text: str) -> Markup:
