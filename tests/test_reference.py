@@ -21,6 +21,9 @@ class Rec:
     def __init__(self):
         self.result = {}
 
+    def check_done(self, res):
+        self.result["check"] = res
+
 
 # ------------------------------------------------------------------ direct loops
 def loop_conv(x, w, b, stride, pad):
@@ -324,63 +327,210 @@ def test_generator_shapes_and_eval_mode():
 
 
 # ------------------------------------------------------------------------ check API
-def reference_outputs(workload, seed=0, biases=1):
-    """What a perfect float32 framework would report."""
-    chk = check.Checker(Rec(), workload, seed, lstm_biases=biases)
-    fwd = chk._ref_forward()
-    losses, new, _ = chk._ref_step()
-    f32 = lambda d: {k: np.asarray(v, np.float32) for k, v in d.items()}
-    return f32(fwd), {k: float(np.float32(v)) for k, v in losses.items()}, f32(new)
+BATCH = {"lenet": 16, "dcgan": 16, "lstm": 16}
 
 
-def test_probe_deterministic():
+def f32(d):
+    return {k: np.asarray(v, np.float32) for k, v in d.items()}
+
+
+def framework_run(workload, biases=1, seed=0, mutate=None, lr=None):
+    """What a float32 framework would report after the check's k steps: the
+    reference itself (or a mutated copy of it), rounded to float32."""
+    chk = check.Checker(Rec(), workload, seed, lstm_biases=biases, batch_size=BATCH[workload], lr=lr)
+    undo = mutate() if mutate else {}
+    try:
+        if workload == "dcgan":
+            r = R.dcgan_train(chk.w0["generator"], chk.w0["discriminator"], chk.batches, chk.lr)
+        else:
+            r = (R.lenet_train if workload == "lenet" else R.lstm_train)(chk.w0, chk.batches, chk.lr)
+        fwd = chk._ref_forward()
+    finally:
+        for k, v in undo.items():
+            setattr(R, k, v)
+    w = f32(r["weights"])
+    trainable = {k: v for k, v in w.items() if not k.endswith(("running_mean", "running_var"))}
+    running = {k: v for k, v in w.items() if k.endswith(("running_mean", "running_var"))}
+    return f32(fwd), f32(r["grads"]), r["losses"], trainable, running
+
+
+def checked(workload, outputs, biases=1, lr=None):
+    fwd, grads, losses, weights, running = outputs
+    rec = Rec()
+    chk = check.Checker(rec, workload, 0, lstm_biases=biases, batch_size=BATCH[workload], lr=lr)
+    chk.forward(**fwd)
+    chk.grads(grads)
+    for row in losses:
+        chk.losses(**row)
+    chk.weights(weights, running=running)
+    res = chk.finish()
+    assert rec.result["check"] is res
+    return res
+
+
+def patched(**attrs):
+    def apply():
+        saved = {k: getattr(R, k) for k in attrs}
+        for k, v in attrs.items():
+            setattr(R, k, v)
+        return saved
+    return apply
+
+
+def test_check_batches_deterministic():
     for wl, keys in (("lenet", {"x": ((16, 1, 28, 28), np.float32), "y": ((16,), np.int64)}),
                      ("dcgan", {"x": ((16, 1, 28, 28), np.float32), "z": ((16, 100), np.float32)}),
                      ("lstm", {"x": ((16, 20, 1), np.float32), "y": ((16, 1), np.float32)})):
-        a, b, c = check.probe(wl, 0), check.probe(wl, 0), check.probe(wl, 1)
-        assert set(a) == set(keys)
+        a, _ = check.check_batches(wl, 0, 16)
+        b, _ = check.check_batches(wl, 0, 16)
+        c, _ = check.check_batches(wl, 1, 16)
+        assert len(a) == check.STEPS >= 3
         for k, (shape, dt) in keys.items():
-            assert a[k].shape == shape and a[k].dtype == dt
-            assert np.array_equal(a[k], b[k])
-        assert not np.array_equal(a["x"], c["x"])
+            assert a[0][k].shape == shape and a[0][k].dtype == dt
+            assert np.array_equal(a[2][k], b[2][k]) and not np.array_equal(a[0][k], a[1][k])
+        assert not np.array_equal(a[0]["x"], c[0]["x"])
+        assert np.array_equal(check.probe(wl, 0)["x"], a[0]["x"])
 
 
 @pytest.mark.parametrize("workload,biases", [("lenet", 1), ("dcgan", 1), ("lstm", 1), ("lstm", 2)])
 def test_checker_accepts_float32_reference(workload, biases):
-    fwd, losses, new = reference_outputs(workload, biases=biases)
-    rec = Rec()
-    chk = check.Checker(rec, workload, 0, lstm_biases=biases)
-    chk.forward(**fwd)
-    chk.step(losses=losses, weights=new)
-    res = chk.finish()
-    assert rec.result["check"] is res
-    assert res["ok"] is True and res["forward_ok"] is True and res["step_ok"] is True, res
-    assert res["max_forward_err"] < 1e-6 and res["max_step_err"] < 1e-6
-    assert res["missing"] == [] and res["problems"] == []
+    res = checked(workload, framework_run(workload, biases), biases)
+    assert res["ok"] is True and res["step_ok"] is True, res
+    for sec in ("forward", "losses", "grads", "update", "running"):
+        assert res[f"{sec}_ok"] is True
+    assert res["max_forward_err"] < 1e-6 and res["max_grad_err"] < 1e-6
+    assert res["max_update_err"] < 0.3 * check.TOLERANCES["update"]  # float32 rounding of weights ~1 (BN)
+    assert res["missing"] == [] and res["problems"] == [] and res["diagnosis"] == []
+    assert res["steps"] == check.STEPS and res["batch_size"] == 16
     assert res["seconds"] >= res["reference_s"] > 0
 
 
+# The mutations a check must catch, each with the section that sees it.
+ADAM = R.adam_step
+
+
+def _adam_no_bias_correction(params, grads, state, lr, betas=(0.9, 0.999), eps=1e-8):
+    b1, b2 = betas
+    state["t"] = state.get("t", 0) + 1
+    out = dict(params)
+    for k, g in grads.items():
+        m = b1 * state.setdefault("m", {}).get(k, 0.0) + (1 - b1) * g
+        v = b2 * state.setdefault("v", {}).get(k, 0.0) + (1 - b2) * g * g
+        state["m"][k], state["v"][k] = m, v
+        out[k] = params[k] - lr * m / (np.sqrt(v) + eps)
+    return out
+
+
+def _doubled(f):
+    def g(*a):
+        loss, d = f(*a)
+        return 2 * loss, 2 * d
+    return g
+
+
+MUTATIONS = {
+    "loss x2": (patched(softmax_cross_entropy=_doubled(R.softmax_cross_entropy), mse=_doubled(R.mse),
+                        bce_with_logits=_doubled(R.bce_with_logits)), "grads"),
+    "betas swapped": (patched(adam_step=lambda p, g, s, lr, betas=None, eps=1e-8: ADAM(p, g, s, lr, (0.999, 0.9), eps)),
+                      "update"),
+    "no bias correction": (patched(adam_step=_adam_no_bias_correction), "update"),
+}
+
+
+@pytest.mark.parametrize("workload", ["lenet", "dcgan", "lstm"])
+@pytest.mark.parametrize("mutation", list(MUTATIONS))
+def test_check_catches_wrong_maths(workload, mutation):
+    """A gradient off by a constant factor, wrong betas, no bias correction: one
+    fresh Adam step cannot see betas (its move is lr * g/|g|), k steps can."""
+    mutate, section = MUTATIONS[mutation]
+    res = checked(workload, framework_run(workload, mutate=mutate))
+    assert res["ok"] is False and res[f"{section}_ok"] is False, {k: res[k] for k in res if k.endswith("_ok")}
+
+
+def test_check_catches_batchnorm_momentum_convention():
+    """running = 0.1 running + 0.9 batch (momentum read the other way)."""
+    original = R.batchnorm_train
+
+    def other_convention(x, gamma, beta, running_mean=None, running_var=None, eps=R.BN_EPS, momentum=None):
+        return original(x, gamma, beta, running_mean, running_var, eps, 1 - R.BN_MOMENTUM)
+
+    res = checked("dcgan", framework_run("dcgan", mutate=patched(batchnorm_train=other_convention)))
+    assert res["running_ok"] is False and res["max_running_err"] > 0.5 and res["ok"] is False
+
+
+def test_check_catches_stale_discriminator():
+    """The G step through the discriminator before its update."""
+    def stale(gp, dp, x, z, lr=1e-4, states=None):
+        r = ORIGINAL_STEP(gp, dp, x, z, lr, states)
+        fake, gcache, _ = R.generator_forward(R.as64(gp), np.asarray(z, np.float64))
+        logits, cache = R.discriminator_forward(R.as64(dp), fake)
+        loss, dl = R.bce_with_logits(logits, 1.0)
+        r["losses"]["g_loss"] = loss
+        r["grads"]["generator"] = R.generator_backward(R.as64(gp), gcache, R.discriminator_backward(R.as64(dp), cache, dl)[1])
+        return r
+
+    ORIGINAL_STEP = R.dcgan_step
+    res = checked("dcgan", framework_run("dcgan", mutate=patched(dcgan_step=stale)))
+    assert res["losses_ok"] is False and res["grads_ok"] is False and res["ok"] is False
+
+
+def test_noise_level_sign_flip_is_not_a_failure():
+    """An element whose gradient is float32 noise at some step may move the
+    other way: that is not wrong maths, and the check must not call it so
+    (the old one-step check did, on DCGAN's generator.bn0.bias)."""
+    fwd, grads, losses, weights, running = framework_run("dcgan")
+    chk = check.Checker(Rec(), "dcgan", 0, batch_size=16)
+    ref = chk.reference()
+    name = "generator.bn0.bias"
+    small = int(np.argmin(ref["grad_min"][name]))
+    w0 = chk.w0["generator"]["bn0.bias"]
+    moved = weights[name].astype(np.float64) - w0
+    flipped = dict(weights)
+    flipped[name] = (w0 - moved * np.eye(1, moved.size, small)[0] * 2 + moved).astype(np.float32)
+    res = checked("dcgan", (fwd, grads, losses, flipped, running))
+    assert res["update_ok"] is True and res["ok"] is True, res["update"][name]
+    assert res["update_plain"][name] > res["update"][name]
+
+
+def test_diagnosis_only_when_its_conditions_hold():
+    res = checked("lenet", framework_run("lenet"))
+    assert res["diagnosis"] == []  # nothing to explain
+    res = checked("lenet", framework_run("lenet", mutate=MUTATIONS["no bias correction"][0]))
+    assert res["diagnosis"] == []  # a real failure is not explained away
+
+
 def test_checker_missing_and_malformed_never_raise():
-    fwd, losses, new = reference_outputs("dcgan")
+    fwd, grads, losses, weights, running = framework_run("dcgan")
     rec = Rec()
-    chk = check.Checker(rec, "dcgan", 0)
-    chk.forward(fake=fwd["fake"])  # no d_logits
+    chk = check.Checker(rec, "dcgan", 0, batch_size=16)
+    chk.forward(fake=fwd["fake"])  # no d_logits, no step
     res = chk.finish()
     assert res["forward"]["d_logits"] is None and res["forward_ok"] is None and res["ok"] is None
-    assert "forward d_logits" in res["missing"]
+    assert "forward d_logits" in res["missing"] and "grads generator.fc.weight" in res["missing"]
 
-    chk = check.Checker(Rec(), "dcgan", 0)
-    # a cropped image is refused; (16,) for (16, 1) is accepted (size-1 axes are squeezed, so
-    # one-channel NHWC (16, 28, 28, 1) is accepted too: it is the same data as NCHW)
+    chk = check.Checker(Rec(), "dcgan", 0, batch_size=16)
+    # a cropped image is refused; (16,) for (16, 1) is accepted (size-1 axes are squeezed)
     chk.forward(fake=fwd["fake"][:, :, :14], d_logits=fwd["d_logits"][:, 0])
-    chk.step(losses={"d_loss": "garbage", "g_loss": float("nan")}, weights={"generator.fc.weight": None, "foo": 1})
+    chk.losses(d_loss="garbage", g_loss=float("nan"))
+    chk.weights({"generator.fc.weight": None, "foo": 1})
     res = chk.finish()
     assert res["forward"]["fake"] == math.inf and res["forward"]["d_logits"] < 1e-6
-    assert res["forward_ok"] is False and res["step_ok"] is False and res["ok"] is False
-    assert any("shape" in p for p in res["problems"]) and "weight foo" in res["ignored"]
+    assert res["forward_ok"] is False and res["ok"] is False
+    assert any("shape" in p for p in res["problems"]) and "update foo" in res["ignored"]
 
     res = check.Checker(Rec(), "nonsense", 0).finish()  # unknown workload: recorded, no exception
     assert res["ok"] is False and res["problems"]
+
+
+def test_legacy_one_step_form_is_never_a_pass():
+    """Notebooks on the older one-step form still run, but cannot pass."""
+    chk = check.Checker(Rec(), "lenet", 0)
+    p = chk.probe
+    r = R.lenet_step(chk.w0, p["x"], p["y"], chk.lr)
+    chk.forward(logits=chk._ref_forward()["logits"].astype(np.float32))
+    chk.step(losses=r["losses"], weights=f32(r["weights"]))
+    res = chk.finish()
+    assert res["ok"] is None and res["update_ok"] is True and res["grads_ok"] is None
 
 
 def test_wrong_deconv_crop_fails(monkeypatch):
@@ -390,7 +540,7 @@ def test_wrong_deconv_crop_fails(monkeypatch):
     monkeypatch.setattr(R, "STRIDE2_DECONV_CROP", (1, 2, 1, 2))
     wrong = R.generator_forward(gp, p["z"].astype(np.float64))[0].astype(np.float32)
     monkeypatch.undo()
-    fwd, _, _ = reference_outputs("dcgan")
+    fwd = framework_run("dcgan")[0]
     chk = check.Checker(Rec(), "dcgan", 0)
     chk.forward(fake=wrong, d_logits=fwd["d_logits"])
     res = chk.finish()
@@ -419,55 +569,12 @@ def test_swapped_lstm_gates_fail():
     assert res["forward"]["pred"] > 100 * check.TOLERANCES["forward"] and res["forward_ok"] is False
 
 
-def test_wrong_optimizer_fails():
-    """Adam without bias correction, a wrong lr, or a one-bias update for a two-bias LSTM."""
-    p = check.probe("lenet", 0)
-    w = R.as64(init_weights("lenet", 0))
-    loss, g = R.lenet_loss(w, p["x"].astype(np.float64), p["y"])
-    no_bc = {k: w[k] - 1e-3 * (0.1 * g[k]) / (np.sqrt(0.001 * g[k] ** 2) + 1e-8) for k in w}
-    chk = check.Checker(Rec(), "lenet", 0)
-    chk.step(losses={"loss": loss}, weights=no_bc)
-    res = chk.finish()
-    assert res["step_ok"] is False and res["max_step_err"] > 10 * check.TOLERANCES["step"]
-
-    _, _, new = reference_outputs("lenet")
-    chk = check.Checker(Rec(), "lenet", 0, lr=1e-2)
-    chk.step(losses={"loss": loss}, weights=new)
-    assert chk.finish()["step_ok"] is False
-
-    # a two-bias framework checked as if it had one bias: its summed bias moved twice as far
-    _, losses2, new2 = reference_outputs("lstm", biases=2)
-    one = {k: v for k, v in new2.items() if "bias_" not in k}
-    one["lstm.bias"] = new2["lstm.bias_ih"] + new2["lstm.bias_hh"]
-    chk = check.Checker(Rec(), "lstm", 0, lstm_biases=1)
-    chk.step(losses=losses2, weights=one)
-    res = chk.finish()
-    assert res["step"]["lstm.bias"] > 0.5 and res["step_ok"] is False
-
-
-def test_wrong_dcgan_step_order_fails():
-    """G step with the old discriminator (D not updated first): g_loss differs."""
-    p = check.probe("dcgan", 0)
-    gp, dp = R.as64(init_weights("generator", 0)), R.as64(init_weights("discriminator", 0))
-    fake = R.generator_forward(gp, p["z"].astype(np.float64))[0]
-    old_g_loss = R.bce_with_logits(R.discriminator_forward(dp, fake)[0], 1.0)[0]
-    _, losses, new = reference_outputs("dcgan")
-    chk = check.Checker(Rec(), "dcgan", 0)
-    chk.step(losses={"d_loss": losses["d_loss"], "g_loss": old_g_loss}, weights=new)
-    res = chk.finish()
-    assert res["losses"]["g_loss"] > 3 * check.TOLERANCES["losses"] and res["step_ok"] is False
-
-
-def test_probe_size_option():
-    """`size=` (an extension, default 16): the first 16 samples stay the same."""
-    for wl in ("lenet", "dcgan", "lstm"):
-        a, b = check.probe(wl, 0), check.probe(wl, 0, size=40)
-        for k in a:
-            assert len(b[k]) == 40 and np.array_equal(b[k][:16], a[k])
-    fwd, losses, new = reference_outputs("lstm")
-    chk = check.Checker(Rec(), "lstm", 0, size=32)
-    assert len(chk.probe["x"]) == 32
-    f = chk._ref_forward()
-    chk.forward(pred=f["pred"].astype(np.float32))
-    res = chk.finish()
-    assert res["probe_size"] == 32 and res["forward"]["pred"] < 1e-6
+def test_two_bias_lstm_checked_as_one_bias_fails():
+    """A two-bias framework checked as if it had one bias: its summed bias moved twice as far."""
+    fwd, grads, losses, weights, running = framework_run("lstm", biases=2)
+    one = {k: v for k, v in weights.items() if "bias_" not in k}
+    one["lstm.bias"] = weights["lstm.bias_ih"] + weights["lstm.bias_hh"]
+    g1 = {k: v for k, v in grads.items() if "bias_" not in k}
+    g1["lstm.bias"] = grads["lstm.bias_ih"]
+    res = checked("lstm", (fwd, g1, losses, one, running), biases=1)
+    assert res["update"]["lstm.bias"] > 0.5 and res["update_ok"] is False
