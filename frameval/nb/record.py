@@ -228,6 +228,12 @@ class Recorder:
             + (f", {graph_breaks} graph break(s)" if graph_breaks is not None else "")
             + (f" ({why})" if why else ""))
 
+    def set_compiled(self, compiled: bool, note: str = ""):
+        """The older form: whether "graph" mode compiled, with no graph scope
+        (the report shows the scope as not recorded). Use set_graph_scope."""
+        self.result["compiled"] = bool(compiled)
+        self.result["compile_note"] = note
+
     def set_threads_effective(self, intra: int | None, inter: int | None, how: str = "", missing=()):
         """The thread counts the framework reports after they were set (not the
         request): intra-op, inter-op, how they were read, and any API that is missing."""
