@@ -59,7 +59,15 @@ from .weights import init_weights, trainable_names
 
 STEPS = 3
 PROBE_SIZE = 16
-TOLERANCES = {"forward": 1e-4, "losses": 1e-4, "grads": 1e-3, "update": 1e-3, "running": 1e-3}
+# Calibrated, not loosened: "update" is a new measure (movement in units of lr * k).
+# Its float32 floor was measured on the DCGAN generator, whose gradients at the
+# initial weights are small differences of large BatchNorm-backward terms, so
+# float32 rounding at one step moves the next steps' gradients by up to ~1e-2:
+# 7.7e-4 (torch), 8.6e-4 (TensorFlow), 8.4e-4 (MXNet) at batch 16-64 on
+# generator.fc.weight, against 1.6e-6 for a numpy float32 run. The mutations it
+# must catch sit far above 5e-3: Adam's betas swapped 3.2e-2 to 4.8e-2, no bias
+# correction > 2 (tests/test_reference.py).
+TOLERANCES = {"forward": 1e-4, "losses": 1e-4, "grads": 1e-3, "update": 5e-3, "running": 1e-3}
 DEFAULT_LR = {"lenet": 1e-3, "dcgan": 1e-4, "lstm": 1e-3}
 FORWARD_OUTPUTS = {"lenet": ("logits",), "dcgan": ("fake", "d_logits"), "lstm": ("pred",)}
 LOSSES = {"lenet": ("loss",), "dcgan": ("d_loss", "g_loss"), "lstm": ("loss",)}
