@@ -11,8 +11,10 @@ are in place first.
 """
 import os
 
+import numpy as np
+
 import mindspore as ms
-from mindspore import nn, ops
+from mindspore import Tensor, nn, ops
 
 ADAM_EPS_PLACEMENT = "sqrt(v_hat) + eps (spec); nn.Adam kernel fed eps*sqrt(1-b2^t)"
 
@@ -48,3 +50,81 @@ def gpu_name():
         return name.decode() if isinstance(name, bytes) else name
     except Exception:
         return "GPU (name not available)"
+
+
+def set_threads(rec):
+    """The CPU kernel thread pool, set and confirmed. MindSpore 2.10 has a setter
+    (`op_tuning.threads_num`) but no getter for the count: the runtime only says
+    whether it was configured, so the counts are recorded as not reported."""
+    ms.device_context.cpu.op_tuning.threads_num(rec.threads)
+    missing = ["no getter for device_context.cpu.op_tuning.threads_num (the intra-op count cannot be read back)",
+               "no inter-op thread count API (get_context('inter_op_parallel_num') = "
+               f"{ms.get_context('inter_op_parallel_num')}, the framework default)"]
+    how = "mindspore.device_context.cpu.op_tuning.threads_num"
+    try:
+        from mindspore._c_expression import RuntimeConf
+        how += f" (RuntimeConf.is_op_threads_num_configured() = {RuntimeConf.get_instance().is_op_threads_num_configured()})"
+    except Exception as e:  # pragma: no cover - internal API
+        missing.append(f"RuntimeConf: {type(e).__name__}")
+    rec.set_threads_effective(None, None, how, missing)
+
+
+PLACEMENT = "host numpy; each batch handed to the step as a new Tensor (host copy)"
+
+
+def _num(v):
+    return float(v.asnumpy()) if hasattr(v, "asnumpy") else float(v)
+
+
+def read_adam(rec, *opts):
+    """Adam's lr, betas and eps as the optimizer objects hold them."""
+    o = opts[0]
+    rec.settings_read(optimizer=type(o).__name__, lr=_num(o.get_lr()), betas=[_num(o.beta1), _num(o.beta2)],
+                      adam_eps=_num(o.eps))
+
+
+def assign(param, value):
+    """Write `value` into the Parameter's own storage (ops.assign). `set_data` would
+    swap the storage: in PYNATIVE_MODE the already compiled (@jit) Adam update keeps
+    writing the old one, so training would silently stop moving the weights."""
+    ops.assign(param, Tensor(np.asarray(value)).astype(param.dtype).reshape(param.shape))
+
+
+def reset_adam(*opts):
+    """A fresh Adam state, in place: the compiled step keeps its Parameters."""
+    for o in opts:
+        for m in list(o.moment1) + list(o.moment2):
+            assign(m, np.zeros(m.shape))
+        for p in (o.beta1_power, o.beta2_power):
+            assign(p, np.ones(p.shape))
+        assign(o.global_step, np.zeros(o.global_step.shape))
+
+
+def named_grads(opt, grads):
+    """{parameter name: gradient} from the grads tuple the step returned (opt.parameters order)."""
+    return {p.name: g for p, g in zip(opt.parameters, grads)}
+
+
+class Dropout(nn.Cell):
+    """Inverted dropout whose rate is a (non-trainable) Parameter. GRAPH_MODE bakes
+    `nn.Dropout`'s rate and training flag into the compiled step, so switching it
+    off for the check would take a second graph; with the rate a Parameter the
+    check sets it to 0 (an exact identity: every uniform draw is >= 0) in the
+    very graph training uses, and puts it back in place (`assign`)."""
+
+    def __init__(self, p):
+        super().__init__()
+        self.p = ms.Parameter(Tensor(p, ms.float32), name="p", requires_grad=False)
+
+    def construct(self, x):
+        if not self.training:
+            return x
+        keep = (ops.rand_like(x) >= self.p).astype(x.dtype)
+        return x * keep / (1.0 - self.p)
+
+    def set_rate(self, p):
+        assign(self.p, p)
+
+    @property
+    def rate(self):
+        return _num(self.p)
