@@ -179,7 +179,9 @@ class Page(HTMLParser):
         self.tags.add(tag)
         self.scripts += tag == "script"
         for k, v in attrs:
-            if k.startswith("on") or (k in ("href", "src") and str(v).strip().lower().startswith(("javascript:", "http"))):
+            v = str(v).strip().lower()
+            if k.startswith("on") or (k == "href" and v.startswith(("javascript:", "data:", "vbscript:"))) \
+                    or (k == "src" and not v.startswith("data:image/")):
                 self.bad_attrs.append((tag, k, v))
         a = dict(attrs)
         if tag == "tr":

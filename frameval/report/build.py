@@ -39,7 +39,7 @@ def build(sources, out_dir, lang="en", title="", author="", notes_file="", name=
         S = Strings(lang, templates)
     except Exception as e:  # noqa: BLE001
         raise ReportError(f"no report written: the report's strings could not be read: {one_line(e)}") from None
-    srcs = [str(s) for s in (sources if isinstance(sources, (list, tuple)) else [sources]) if str(s)]
+    srcs = list(dict.fromkeys(str(s) for s in (sources if isinstance(sources, (list, tuple)) else [sources]) if str(s)))
     a = {"sources": srcs, "lang": lang, "name": name, "title_arg": title, "title": title or S("default_title"),
          "author": author, "notes_file": notes_file, "command": command, "repo": Path(repo or REPO),
          "now": now or _dt.datetime.now().astimezone()}

@@ -167,7 +167,7 @@ def make_rows(runs, S, multi_host=False, problems=None) -> list:
                                  default=lambda it, m=main: broken_row(m, it["reason"], S)))
     rows.sort(key=lambda w: (WORKLOADS.index(w["workload"]) if w["workload"] in WORKLOADS else 9,
                              w["device"] != "cpu", order_key(w["fw"]),
-                             MODES.index(w["mode"]) if w["mode"] in MODES else 9, w["host"] or "", w["id"]))
+                             MODES.index(w["mode"]) if w["mode"] in MODES else 9, w["host"] or ""))  # stable: --from order
     label_variants(rows)
     for w in rows:
         set_labels(w, multi_host)

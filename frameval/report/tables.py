@@ -237,7 +237,7 @@ def scope_notes(rows) -> list:
     out = []
     for w in rows:
         gs = w.get("graph_scope") or {}
-        if gs.get("how") or gs.get("why"):
+        if w["mode"] == "graph" and (gs.get("how") or gs.get("why")):
             out.append((w["label"], str(gs.get("how") or ""), str(gs.get("why") or "")))
     return out
 
@@ -299,25 +299,24 @@ def _link(r, out_dir):
 def error_entries(rows, out_dir: Path, S):
     """Failed runs (and failed repeats), then runs whose numerical check failed."""
     out = []
-    for w in rows:
-        failed = ([w["r"]] if not w["ok"] else []) + w["extra_failed"]
-        checks = [w["r"]] if w["check_failed"] else []
-        for r, is_check in [(x, False) for x in failed] + [(x, True) for x in checks]:
-            err = d_(r.get("error"))
-            tb = str(err.get("traceback") or "").rstrip().splitlines()
-            if is_check:
-                msg = "; ".join(check_summary(r.get("check"), S)) or S("check_failed_no_detail")
-            else:
-                msg = str(err.get("message") or S("no_message"))
-            if len(msg) > MESSAGE_CHARS:
-                msg = msg[:MESSAGE_CHARS] + " …"
-            out.append({"framework": w["fw_name"], "fw": w["fw"], "workload": w["workload"],
-                        "workload_name": S("wl_" + w["workload"]) if ("wl_" + w["workload"]) in S.raw else w["workload"],
-                        "mode": w["mode"], "device": w["device"], "host": w["host"], "label": w["label"],
-                        "kind": "check" if is_check else "run",
-                        "type": S("status_check_failed") if is_check else str(err.get("type") or S("unknown_error")),
-                        "message": msg, "traceback": "" if is_check else "\n".join(tb[-TRACEBACK_LINES:]),
-                        "notebook": _link(r, out_dir), "notebook_exists": bool(r.get("_notebook")),
-                        "repeat": r is not w["r"],
-                        "anchor": fmt.anchor(f"err-{w['fw']}-{w['workload']}-{w['mode']}-{w['device']}-{len(out)}")})
+    todo = [(w, r, False) for w in rows for r in ([w["r"]] if not w["ok"] else []) + w["extra_failed"]]
+    todo += [(w, w["r"], True) for w in rows if w["check_failed"]]
+    for w, r, is_check in todo:
+        err = d_(r.get("error"))
+        tb = str(err.get("traceback") or "").rstrip().splitlines()
+        if is_check:
+            msg = "; ".join(check_summary(r.get("check"), S)) or S("check_failed_no_detail")
+        else:
+            msg = str(err.get("message") or S("no_message"))
+        if len(msg) > MESSAGE_CHARS:
+            msg = msg[:MESSAGE_CHARS] + " …"
+        out.append({"framework": w["fw_name"], "fw": w["fw"], "workload": w["workload"],
+                    "workload_name": S("wl_" + w["workload"]) if ("wl_" + w["workload"]) in S.raw else w["workload"],
+                    "mode": w["mode"], "device": w["device"], "host": w["host"], "label": w["label"],
+                    "kind": "check" if is_check else "run",
+                    "type": S("status_check_failed") if is_check else str(err.get("type") or S("unknown_error")),
+                    "message": msg, "traceback": "" if is_check else "\n".join(tb[-TRACEBACK_LINES:]),
+                    "notebook": _link(r, out_dir), "notebook_exists": bool(r.get("_notebook")),
+                    "repeat": r is not w["r"],
+                    "anchor": fmt.anchor(f"err-{w['fw']}-{w['workload']}-{w['mode']}-{w['device']}-{len(out)}")})
     return out
