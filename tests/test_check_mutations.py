@@ -47,6 +47,11 @@ MUTATIONS = {
             ("g_loss = bce(D(fake), 1.0)", "g_loss = bce(torch.func.functional_call(D, d_old, (fake,)), 1.0)")],
             "grads"),
     },
+    "tensorflow": {
+        "loss x2": ("lenet", [("        loss = tf.reduce_mean(tf.nn.sparse", "        loss = 2 * tf.reduce_mean(tf.nn.sparse")],
+                    "grads"),
+        "betas swapped": ("lstm", [("beta_1=0.9, beta_2=0.999", "beta_1=0.999, beta_2=0.9")], "update"),
+    },
 }
 TINY = {"lenet": dict(epochs=1, max_train_samples=64, batch_size=16),
         "dcgan": dict(epochs=1, max_train_samples=32, batch_size=16),
