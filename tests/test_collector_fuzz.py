@@ -301,7 +301,7 @@ def quick_charts(monkeypatch):
     monkeypatch.setattr(charts.Charts, "_save", save)
 
 
-@settings(max_examples=30, deadline=None, database=None, print_blob=True,
+@settings(max_examples=25, deadline=None, database=None, print_blob=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example])
 @given(result_sets())
 def test_collector_always_writes_a_faithful_escaped_report(data):
