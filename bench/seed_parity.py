@@ -1,4 +1,4 @@
-#!/usr/bin/env python
+#!/usr/bin/env python3
 """Seed parity: is frameval's graph-mode DCGAN notebook at least as fast as the
 straightforward training loop a user would write by hand from the DCGAN seed
 blog (shared/seeds/dcgan-mindspore-tensorflow-megengine.md)?
@@ -23,8 +23,8 @@ the prepared embedded MNIST, scaled to [-1, 1]) and the same batch size:
 Printed: the steady epoch time (median of epochs 2..N) of each, and the ratio
 frameval / hand-written (target <= 1.0).
 
-    $(python3 -c 'from frameval.bootstrap import runner_env; print(runner_env().python)') bench/seed_parity.py
-    ... bench/seed_parity.py --frameworks torch --samples 256 --batch-size 64 --epochs 3 --repeats 2
+    python3 run_all.py bench seed_parity          (or: python3 bench/seed_parity.py; either runs it in the runner env)
+    python3 run_all.py bench seed_parity --frameworks torch --samples 256 --batch-size 64 --epochs 3 --repeats 2
 """
 from __future__ import annotations
 
@@ -41,8 +41,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+if __name__ == "__main__":
+    from frameval.bootstrap import bootstrap_script  # standard library only
+    bootstrap_script(__file__)  # returns inside the runner environment
+
 from frameval import envs, execute  # noqa: E402
-from frameval.nb.paths import data_cache_dir  # noqa: E402
+from frameval.paths import data_cache_dir  # noqa: E402
 from frameval.plan import build_plan, notebook_path  # noqa: E402
 
 # ----------------------------------------------------------------- hand-written loops
