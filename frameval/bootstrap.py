@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from .envs import choose_backend, ensure_env, env_for, jupyter_env, register_kernel
+from .envs import EnvBuildError, choose_backend, ensure_env, env_for, jupyter_env, register_kernel
 from .envspec import parse_spec
 from .plan import REPO
 
@@ -38,6 +38,19 @@ def ensure_runner(argv, backend: str = "auto", script: Path | str | None = None,
     spec = parse_spec(RUNNER_SPEC)
     say = lambda m: print(f"frameval: {m}", flush=True)  # noqa: E731
     b = choose_backend(backend)
+    try:
+        env = _build_runner(spec, b, backend, say, prebuild)
+    except EnvBuildError as e:
+        lines = str(e).splitlines()
+        print(f"frameval: error: the runner environment did not build: {lines[0]}", file=sys.stderr)
+        print("\n".join(lines[1:]), file=sys.stderr)
+        sys.exit(1)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(str(env.python), [str(env.python), str(script or REPO / "run_all.py"), *argv])
+
+
+def _build_runner(spec, b, backend, say, prebuild):
     if prebuild and not env_for(spec, b).ready:
         from concurrent.futures import ThreadPoolExecutor
         from .envs import ensure_frameworks
@@ -48,12 +61,8 @@ def ensure_runner(argv, backend: str = "auto", script: Path | str | None = None,
                 by_device.setdefault(device, []).append(fw)
             for device, fws in by_device.items():  # failures are reported again by the pipeline
                 ensure_frameworks(fws, device, backend, echo=say, on_done=_prebuilt(say))
-            env = runner.result()
-    else:
-        env = ensure_env(spec, b, echo=say)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os.execv(str(env.python), [str(env.python), str(script or REPO / "run_all.py"), *argv])
+            return runner.result()
+    return ensure_env(spec, b, echo=say)
 
 
 def _prebuilt(say):

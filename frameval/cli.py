@@ -139,6 +139,10 @@ def validate(args) -> list:
         fail(f"--out {out}: is a file, not a folder")
     if args.env_backend not in ("auto", "conda", "venv"):
         fail(f"--env-backend {args.env_backend!r}: choose auto, conda or venv")
+    if args.env_backend == "conda":
+        from .envs import BACKENDS
+        if not BACKENDS["conda"].available():
+            fail("--env-backend conda: none of mamba, micromamba, conda is on PATH (or use venv)")
     if args.timeout <= 0:
         fail(f"--timeout {args.timeout:g}: must be positive")
     if args.notes and not Path(args.notes).is_file():

@@ -635,7 +635,10 @@ def _failure_line(log_path: Path) -> str:
         lines = [ln.strip(" ×╰─▶│") for ln in log_path.read_text(errors="replace").splitlines()]
     except OSError:
         return ""
-    lines = [ln.strip() for ln in lines if ln.strip() and not ln.startswith("$ ")]
+    lines = [ln.strip() for ln in lines if ln.strip() and not ln.startswith(("$ ", "# "))]
+    because = [ln[ln.index("Because "):] for ln in lines if "Because " in ln]  # uv's reason
+    if because:
+        return because[0][:300]
     for pat in (r"^(ERROR|error):", r"(not found|No matching|unsatisfiable|No solution)"):
         hits = [ln for ln in lines if re.search(pat, ln)]
         if hits:

@@ -89,6 +89,63 @@ def test_env_build_failure_is_reported(tmp_path, monkeypatch):
     monkeypatch.setenv("FRAMEVAL_CACHE_DIR", str(tmp_path))
     f = tmp_path / "broken.yml"
     f.write_text("name: broken\ndependencies:\n  - python=3.11\n  - pip\n  - pip:\n      - this-package-does-not-exist-frameval==0.0.1\n")
-    with pytest.raises(envs.EnvBuildError, match="broken"):
+    with pytest.raises(envs.EnvBuildError, match="broken") as e:
         envs.ensure_env(parse_spec(f), envs.BACKENDS["venv"], echo=lambda m: None)
+    first = str(e.value).splitlines()[0]
+    assert "this-package-does-not-exist-frameval" in first and "log: " in first  # why, and where to look
     assert not envs.env_for(parse_spec(f), envs.BACKENDS["venv"]).ready
+
+
+def test_per_user_folders_live_in_a_stdlib_module():
+    from frameval import paths as stdlib_paths
+    assert paths.user_cache_dir is stdlib_paths.user_cache_dir and paths.envs_dir is stdlib_paths.envs_dir
+
+
+def test_pre_bootstrap_code_needs_no_numpy(tmp_path):
+    """run_all.py starts on a Python without numpy: the modules it imports before
+    the re-exec into the runner env are standard library only, and --dry-run works."""
+    import subprocess
+    import sys
+    bare = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+    py = str(bare / "bin" / "python")
+    code = ("import sys; import frameval.cli, frameval.bootstrap, frameval.envs, frameval.envspec, frameval.paths, "
+            "frameval.plan; bad = [m for m in sys.modules if m.split('.')[0] in ('numpy', 'frameval.nb') "
+            "or m.startswith('frameval.nb')]; assert not bad, bad; import numpy")
+    p = subprocess.run([py, "-c", code], cwd=REPO, capture_output=True, text=True)
+    assert "No module named 'numpy'" in p.stderr, p.stderr  # the bare Python really has no numpy
+    p = subprocess.run([py, str(REPO / "run_all.py"), "--dry-run", "--frameworks", "torch", "--workloads", "lenet",
+                        "--out", str(tmp_path / "x")], capture_output=True, text=True, timeout=1800)
+    assert p.returncode == 0 and "torch/lenet-graph:" in p.stdout, p.stdout + p.stderr
+
+
+def test_env_backend_conda_without_conda_is_bad_input(tmp_path):
+    import shutil
+    import subprocess
+    import sys
+    if envs.BACKENDS["conda"].available():
+        pytest.skip("conda is on PATH here")
+    p = subprocess.run([sys.executable, str(REPO / "run_all.py"), "--env-backend", "conda", "--dry-run",
+                        "--out", str(tmp_path / "x")], capture_output=True, text=True)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and "--env-backend conda" in p.stderr, p.stderr
+    assert shutil.which("conda") is None
+
+
+def test_kernel_json_of_built_envs_writes_bytecode(tmp_path, monkeypatch):
+    """uv installs no .pyc: kernels of frameval's own envs write them at first
+    import (PYTHONDONTWRITEBYTECODE emptied); a user's environment is left as it is."""
+    monkeypatch.setattr(envs, "JUPYTER_DIR", tmp_path)
+    spec = parse_spec(REPO / "envs/torch.yml")
+    built = envs.Env(spec, tmp_path / "e", "venv")
+    k = json.loads((envs.register_kernel(built, "k1", "k1") / "kernel.json").read_text())
+    assert k["env"]["PYTHONDONTWRITEBYTECODE"] == ""
+    user = envs.Env(spec, tmp_path / "u", "user", python_path=tmp_path / "u/bin/python")
+    k = json.loads((envs.register_kernel(user, "k2", "k2") / "kernel.json").read_text())
+    assert "PYTHONDONTWRITEBYTECODE" not in k["env"] and k["metadata"]["frameval"]["provided_by_user"]
+
+
+def test_spec_pins():
+    assert envs.spec_pin(parse_spec(REPO / "envs/torch.yml")) == "torch==2.13.0"
+    assert envs.spec_pin(parse_spec(REPO / "envs/paddle.yml")).startswith("paddlepaddle==")
+    assert envs.spec_pin(parse_spec(REPO / "envs/mxnet-gpu.yml")).startswith("mxnet-cu112==")
+    assert envs.spec_pin(parse_spec(REPO / "envs/tensorflow-gpu.yml")).startswith("tensorflow[and-cuda]==")
