@@ -1,0 +1,112 @@
+"""MegEngine helpers shared by notebooks/megengine/{lenet,dcgan,lstm}.ipynb.
+
+- `record_threads`: the thread count read back from the default device's name
+  (on the CPU it is part of the name: 'multithreadN:0').
+- `read_adam`, `reset_adam`, `load_weights`: read the optimizer's settings back;
+  put the shared initial weights and a fresh optimizer state back in place
+  after the check (`Tensor._reset`, as `load_state_dict` does), which the
+  traced step sees: it reads its parameters and optimizer states by handle.
+- `Dropout`: dropout whose rate is a tensor, so the check turns it off in the
+  very traced step training uses.
+- `BatchNorm2d`: BatchNorm in MegEngine ops (M.BatchNorm2d's backward is off
+  beyond the check's tolerance at batch 64).
+
+See docs/frameworks/megengine.md.
+"""
+import re
+
+import numpy as np
+import megengine as mge
+import megengine.functional as F
+import megengine.module as M
+
+
+def record_threads(rec):
+    """The intra-op thread count of the default device, read back from its name."""
+    dev = mge.get_default_device()
+    m = re.match(r"multithread(\d+):", dev)
+    intra = int(m.group(1)) if m else (1 if dev.startswith("cpu") else None)
+    missing = ["no inter-op thread setting (MegEngine runs a comp node's operators in order)"]
+    if intra is None:
+        missing.append(f"no CPU thread count for device {dev!r}")
+    rec.set_threads_effective(intra, None, "mge.get_default_device() name ('cpu0' = 1 thread, 'multithreadN:0' = N)",
+                              missing)
+
+
+PLACEMENT = "host copy (mge.tensor of the numpy arrays); batches gathered by index tensors"
+
+
+def read_adam(rec, *opts):
+    """Adam's lr, betas and eps as the optimizer objects hold them."""
+    g = opts[0].param_groups[0]
+    rec.settings_read(optimizer=type(opts[0]).__name__, lr=g["lr"], betas=list(g["betas"]), adam_eps=g["eps"])
+
+
+def reset_adam(*opts):
+    """A fresh Adam state (step, exp_avg, exp_avg_sq all zero), in place."""
+    for opt in opts:
+        for state in opt._state.values():
+            for t in state.values():
+                t._reset(F.zeros_like(t))
+
+
+def load_weights(module, weights):
+    """Canonical numpy weights into the module's own tensors (load_state_dict: in place,
+    reshaped to MegEngine's layouts); tensors not in `weights` (a dropout rate) are left alone."""
+    module.load_state_dict(lambda k, v: weights[k].reshape(v.shape) if k in weights else None, strict=False)
+
+
+class Dropout(M.Module):
+    """Inverted dropout whose rate is a tensor (a buffer): the traced step reads it by
+    handle, so the check sets it to 0 (an exact identity: every uniform draw is >= 0)
+    in the very traced step training uses. `M.Dropout`'s rate is a Python float the
+    trace records as a constant."""
+
+    def __init__(self, p):
+        super().__init__()
+        self.p = mge.tensor(np.float32(p))
+
+    def forward(self, x):
+        if not self.training:
+            return x
+        keep = (mge.random.uniform(size=x.shape) >= self.p).astype("float32")
+        return x * keep / (1.0 - self.p)
+
+    def set_rate(self, p):
+        self.p._reset(mge.tensor(np.float32(p)))
+
+    @property
+    def rate(self):
+        return float(self.p.numpy())
+
+
+class BatchNorm2d(M.Module):
+    """BatchNorm over (N, H, W) per channel, written in MegEngine ops, with
+    `M.BatchNorm2d`'s names, shapes (1, C, 1, 1) and momentum convention
+    (running = momentum * running + (1 - momentum) * batch; the running variance
+    takes the unbiased batch variance). Not `M.BatchNorm2d`: in 1.13 its fused
+    backward is off at batch 64 (the check's generator gradients 1.6e-3 against
+    a 1e-3 tolerance, growing towards the first layers; fine at batch 16); the
+    gradient of these ops is MegEngine's autodiff of mean, subtract, multiply,
+    sqrt and divide."""
+
+    def __init__(self, num_features, momentum=0.9, eps=1e-5):
+        super().__init__()
+        self.momentum, self.eps = momentum, eps
+        shape = (1, num_features, 1, 1)
+        self.weight = mge.Parameter(np.ones(shape, np.float32))
+        self.bias = mge.Parameter(np.zeros(shape, np.float32))
+        self.running_mean = mge.tensor(np.zeros(shape, np.float32))
+        self.running_var = mge.tensor(np.ones(shape, np.float32))
+
+    def forward(self, x):
+        if not self.training:
+            return (x - self.running_mean) / F.sqrt(self.running_var + self.eps) * self.weight + self.bias
+        mean = x.mean(axis=(0, 2, 3), keepdims=True)
+        d = x - mean
+        var = (d * d).mean(axis=(0, 2, 3), keepdims=True)
+        n = x.shape[0] * x.shape[2] * x.shape[3]
+        m = self.momentum
+        self.running_mean[...] = m * self.running_mean + (1 - m) * mean.detach()
+        self.running_var[...] = m * self.running_var + (1 - m) * var.detach() * (n / (n - 1))
+        return d / F.sqrt(var + self.eps) * self.weight + self.bias
