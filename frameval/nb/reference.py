@@ -1,5 +1,5 @@
 """A numpy (float64) reference of the three workloads, exactly as
-`workloads.md` defines them, with hand-written backward passes and plain Adam.
+`docs/workloads.md` defines them, with hand-written backward passes and plain Adam.
 
 It is what `frameval.nb.check` compares every framework against: the forward
 outputs of a fresh model and the weights after one training step. Numpy and
@@ -464,7 +464,7 @@ def lstm_loss(p, x, y):
 
 def lstm_params(p, biases=1):
     """Canonical LSTM weights with one bias -> the two-bias form when biases=2
-    (the bias goes to bias_ih, zeros to bias_hh, as workloads.md says)."""
+    (the bias goes to bias_ih, zeros to bias_hh, as docs/workloads.md says)."""
     p = dict(p)
     if biases == 2 and "lstm.bias" in p:
         b = p.pop("lstm.bias")

@@ -1,7 +1,7 @@
 """Shared initial weights, drawn with numpy from the run's seed in one canonical
 layout; each notebook maps them into its framework's layout.
 
-Canonical layouts (see workloads.md): dense (out, in); conv (out, in, kh, kw);
+Canonical layouts (see docs/workloads.md): dense (out, in); conv (out, in, kh, kw);
 transposed conv (in, out, kh, kw); LSTM gates ordered input, forget, cell,
 output with W_ih (4h, in), W_hh (4h, h) and one bias (4h).
 
