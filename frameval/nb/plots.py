@@ -45,7 +45,9 @@ def svg_lines(series: dict, title: str = "", xlabel: str = "epoch", width: int =
 
 
 def plot_curves(rec, *groups, xlabel="epoch"):
-    """Show one chart per group of epoch metrics, e.g. (["train_loss", "test_loss"], ["test_acc"])."""
+    """Show one chart per group of epoch metrics, e.g. (["train_loss", "test_loss"], ["test_acc"]).
+    Returns None: it is the last line of a cell, and a returned list of SVG
+    strings would be printed as raw markup under the chart."""
     charts = []
     for keys in groups:
         charts.append(svg_lines({k: [e.get(k) for e in rec.epochs] for k in keys}, title=", ".join(keys), xlabel=xlabel))
@@ -54,4 +56,3 @@ def plot_curves(rec, *groups, xlabel="epoch"):
         display(HTML("<div style='display:flex;flex-wrap:wrap;gap:8px'>" + "".join(charts) + "</div>"))
     except Exception:
         pass
-    return charts
