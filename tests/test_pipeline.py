@@ -1,6 +1,7 @@
 """The real notebooks in the real framework kernels, through the whole pipeline
 (papermill -> result.json -> collector), on tiny sizes: the numbers they
 produce are checked against the spec."""
+import json
 import math
 
 import pytest
@@ -121,3 +122,15 @@ def test_one_epoch_run_ends_with_a_report(tmp_path):
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     md = (tmp_path / "report.md").read_text()
     assert (tmp_path / "report.html").stat().st_size > 10000 and "could not draw" not in md
+
+
+def test_executed_notebooks_show_charts_not_markup(matrix):
+    """A teacher opening an executed notebook sees charts, never SVG or HTML source as text."""
+    bad = []
+    for f in sorted((matrix["out"] / "runs").glob("*/*/output.ipynb")):
+        for cell in json.loads(f.read_text())["cells"]:
+            for out in cell.get("outputs", []):
+                text = "".join(out.get("text", "")) + "".join(out.get("data", {}).get("text/plain", ""))
+                if "<svg" in text or "<div" in text:
+                    bad.append(f"{f.parent.name} ({f.parent.parent.name}): {text[:80]!r}")
+    assert not bad, "\n".join(bad)
