@@ -48,5 +48,16 @@ def envs_dir() -> Path:
 
 
 def hand_runs_dir() -> Path:
-    """Where a notebook run by hand (no `out_dir` given) writes its result.json."""
+    """Where notebooks run by hand (no `out_dir` given) write: an output folder
+    like run_all.py's (`runs/<framework>/<workload>-<mode>[@changed=params]/result.json`
+    and a `plan.json`), so `run_all.py --report-only --from` reads it as it is.
+    `FRAMEVAL_HAND_RUNS` moves it (a classroom share, the tests)."""
+    if os.environ.get("FRAMEVAL_HAND_RUNS", "").strip():
+        return Path(os.environ["FRAMEVAL_HAND_RUNS"]).expanduser()
     return user_data_dir() / "notebook-runs"
+
+
+def lab_dir() -> Path:
+    """`run_all.py lab`'s per-user folder: the working copy of notebooks/
+    (`notebooks/`), the record of what was copied, and the server's config."""
+    return user_data_dir() / "lab"

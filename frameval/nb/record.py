@@ -7,9 +7,11 @@ cell fails or the kernel dies the runner still has what was measured.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import platform
+import re
 import socket
 import statistics
 import time
@@ -84,6 +86,99 @@ def machine_info() -> dict:
             "os": f"{platform.system()} {platform.release()}", "machine": platform.machine()}
 
 
+# ------------------------------------------------------------------ hand runs
+# A notebook run by hand (JupyterLab, no out_dir) writes into hand_runs_dir(),
+# laid out as an output folder of run_all.py: runs/<fw>/<workload>-<mode>[-gpu]
+# and, when parameters differ from the repository notebook's defaults,
+# "@name=value,..." after it (a short hash when that would be long or unsafe).
+# The same parameters again replace that run; other parameters get their own folder.
+HAND_SKIP = ("out_dir", "mode", "device", "check")
+HAND_PLAN = "plan.json"
+_SAFE = re.compile(r"[A-Za-z0-9._+-]+")
+_MAX_NAME = 64
+
+
+def notebook_defaults(framework: str, workload: str):
+    """{name: default} of the repository notebook's parameters cell, or None."""
+    try:
+        from ..notebook import parameters
+        return parameters(Path(__file__).resolve().parents[2] / "notebooks" / framework / f"{workload}.ipynb")
+    except Exception:  # noqa: BLE001 - no notebook there: the folder is named by a hash
+        return None
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b or a == b and type(a) is type(b)
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return float(a) == float(b)
+    return a == b
+
+
+def _token(v) -> str:
+    return repr(v) if isinstance(v, float) else str(v)
+
+
+def hand_run_folder(framework: str, workload: str, mode: str, device: str, params: dict, root=None) -> dict:
+    """The folder of a hand run, and what names it: {"dir", "changed" (the
+    parameters that differ from the notebook's defaults), "defaults_from",
+    "replaced" (an earlier run with the same parameters was there)}. Prints one line."""
+    root = Path(root) if root is not None else hand_runs_dir()
+    defaults = notebook_defaults(framework, workload)
+    kept = {k: v for k, v in params.items() if k not in HAND_SKIP}
+    changed = kept if defaults is None else {k: v for k, v in kept.items()
+                                             if k not in defaults or not _same(v, defaults[k])}
+    name = f"{workload}-{mode}" + ("-gpu" if device == "gpu" else "")
+    if changed:
+        suffix = ",".join(f"{k}={_token(v)}" for k, v in sorted(changed.items()))
+        if len(suffix) > _MAX_NAME or not all(_SAFE.fullmatch(p) for kv in suffix.split(",") for p in kv.split("=", 1)):
+            suffix = "p" + hashlib.sha256(json.dumps(sorted(changed.items()), default=str).encode()).hexdigest()[:10]
+        name += "@" + suffix
+    d = root / "runs" / framework / name
+    replaced = (d / RESULT).exists()
+    if replaced:  # kept aside, not collected: the new run replaces it in the report
+        for f in (RESULT, "output.ipynb"):
+            try:
+                os.replace(d / f, d / f.replace(".", ".replaced.", 1))
+            except OSError:
+                pass
+    what = ", ".join(f"{k}={_token(v)}" for k, v in sorted(changed.items())) or "the notebook's defaults"
+    print(f"frameval: hand run -> {d}" + (f" ({what})" if defaults is not None else "")
+          + ("; it replaces the earlier run with the same parameters there (kept as result.replaced.json)"
+             if replaced else ""), flush=True)
+    rel = f"notebooks/{framework}/{workload}.ipynb"
+    return {"dir": d, "changed": changed, "defaults_from": rel if defaults is not None else None,
+            "replaced": replaced}
+
+
+def write_hand_plan(root) -> Path:
+    """plan.json of the hand-runs folder, as run_all.py writes one (what the
+    report's metadata and framework list read), rebuilt from the runs there."""
+    root = Path(root)
+    found = []
+    for f in sorted((root / "runs").glob("*/*/result.json")):
+        try:
+            r = json.loads(f.read_text())
+            found.append((str(r.get("framework")), str(r.get("workload")), str(r.get("mode")), f.parent.name,
+                          str(r.get("started") or "")))
+        except (OSError, ValueError):
+            continue
+    try:
+        from .. import __version__ as version
+    except Exception:  # noqa: BLE001
+        version = None
+    plan = {"command": "", "profile": "hand runs (JupyterLab)", "hand_runs": True,
+            "frameworks": sorted({x[0] for x in found}), "workloads": sorted({x[1] for x in found}),
+            "modes": sorted({x[2] for x in found}), "device": "",
+            "overrides": [], "repeats": 1,
+            "profile_notes": ["notebooks run by hand: a run folder's name after '@' lists the parameters "
+                              "changed from the notebook's defaults"],
+            "started": min((x[4] for x in found if x[4]), default=time.strftime("%Y-%m-%dT%H:%M:%S%z")),
+            "frameval_version": version, "runs": [f"{x[0]}/{x[3]}" for x in found]}
+    (root / "runs").mkdir(parents=True, exist_ok=True)
+    return atomic_write_json(root / HAND_PLAN, plan)
+
+
 class Epoch(dict):
     """One epoch's record: `seconds` (training only) plus the workload's metrics."""
 
@@ -138,7 +233,8 @@ class Recorder:
         self.params = {k: _clean(v) for k, v in params.items()}
         self.mode = params.get("mode", "")
         self.device = params.get("device", "cpu")
-        self.out = Path(out_dir) if out_dir else hand_runs_dir() / framework / f"{workload}-{self.mode}"
+        self.hand_run = None if out_dir else hand_run_folder(framework, workload, self.mode, self.device, self.params)
+        self.out = Path(out_dir) if out_dir else self.hand_run["dir"]
         self.out.mkdir(parents=True, exist_ok=True)
         self.threads = int(threads or params.get("threads") or os.cpu_count() or 1)
         self.result: dict = {
@@ -154,6 +250,8 @@ class Recorder:
                             "machine": machine_info(), "gpu": None},
             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
+        if self.hand_run:
+            self.result["hand_run"] = {k: v for k, v in self.hand_run.items() if k != "dir"}
         self.epochs = self.result["epochs"]
         self.sync = None
         self._reset_device = None
@@ -345,6 +443,8 @@ class Recorder:
             (self.out / PARTIAL).unlink()
         except OSError:
             pass
+        if self.hand_run:
+            write_hand_plan(hand_runs_dir())
         return path
 
     def fail(self, exc: BaseException) -> Path:
