@@ -678,3 +678,11 @@ def test_threads_in_effect_and_declared_settings(built):
     # a setting no run declared, all read back: ✓
     opt_rows = [r for r in t["audit-dcgan"]["rows"] if r[0]["text"] == S("set_lr")][0]
     assert opt_rows[-1]["text"] == "✓"
+
+
+def test_author_notes_in_markdown_keep_markdown_but_no_html_or_script_links():
+    from frameval.report.render import notes_markdown
+    out = str(notes_markdown("**b** <b>x</b> [a](javascript:alert(1)) [ok](https://x.org)\n[r]: vbscript:x\n"
+                             "```html\n<b>kept in a fence</b>\n```\n"))
+    assert "**b** &lt;b>x&lt;/b>" in out and "(javascript:" not in out and "vbscript:" not in out
+    assert "[ok](https://x.org)" in out and "<b>kept in a fence</b>" in out

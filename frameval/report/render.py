@@ -193,13 +193,20 @@ _FENCE = re.compile(r"(?ms)^(`{3,}|~{3,})[^\n]*\n.*?^\1[ \t]*$")
 _CODE_SPAN = re.compile(r"(`+)(?:.+?)\1")
 
 
+_UNSAFE_URL = re.compile(r"(?im)(\]\(\s*<?|^[ \t]*\[[^\]\n]*\]:[ \t]*<?)\s*(?:javascript|vbscript|file|data(?!:image/)):")
+
+
 def _escape_tags(text: str) -> str:
-    """`<tag`, `</tag`, `<!--` as text; code spans and autolinks (<https://...>) kept."""
+    """`<tag`, `</tag`, `<!--` as text; links with a scheme that runs something
+    point nowhere; code spans and autolinks (<https://...>) kept."""
     out, pos = [], 0
+
+    def clean(t):
+        return _UNSAFE_URL.sub(lambda m: m.group(1) + "#unsafe-link-removed:", _TAG.sub("&lt;", t))
     for m in _CODE_SPAN.finditer(text):
-        out.append(_TAG.sub("&lt;", text[pos:m.start()]) + m.group(0))
+        out.append(clean(text[pos:m.start()]) + m.group(0))
         pos = m.end()
-    return "".join(out) + _TAG.sub("&lt;", text[pos:])
+    return "".join(out) + clean(text[pos:])
 
 
 def notes_markdown(text: str) -> Markup:
