@@ -5,6 +5,12 @@ writing failure records for runs whose notebook did not finish.
 Layout of an output folder:
     <out>/runs/<framework>/<workload>-<mode>[-gpu]/result.json      (+ output.ipynb)
     <out>/runs/<framework>/<workload>-<mode>[-gpu]/r<k>/result.json (repeat k > 1)
+
+Notebooks run by hand (JupyterLab, no out_dir) write the same layout into
+`paths.hand_runs_dir()`, with a plan.json, and "@name=value,..." (the
+parameters changed from the notebook's defaults) after the run folder's name;
+a run replaced by one with the same parameters stays as result.replaced.json,
+which is not read. So `--report-only --from <hand runs>` needs no other code.
 """
 from __future__ import annotations
 
