@@ -178,8 +178,10 @@ def write_server_config() -> Path:
     d.mkdir(parents=True, exist_ok=True)
     text = (
         "# written by `python3 run_all.py lab` (frameval): copies a saved notebook beside the hand run it made\n"
-        "import sys\n"
+        "import sys, warnings\n"
         f"sys.path.insert(0, {str(REPO)!r})\n"
+        "# the server and the lab extension both apply this config: the second setting is the same hook\n"
+        "warnings.filterwarnings('ignore', message='Overriding existing post_save_hook')\n"
         "try:\n"
         "    from frameval.lab import post_save_hook\n"
         "    c.ContentsManager.post_save_hook = post_save_hook\n"
