@@ -1,0 +1,298 @@
+"""JAX (Flax linen + optax) helpers shared by notebooks/jax/{lenet,dcgan,lstm}.ipynb.
+
+Importing this module does NOT import JAX: XLA reads its flags and sizes its CPU
+thread pool when the backend starts, so the setup cell calls `setup` first:
+
+    rec = nb.Recorder(...)                         # thread env vars first
+    from frameval.fw import jax_support as fw
+    dev = fw.setup(rec, mode, device, seed)        # XLA flags + CPU affinity, then `import jax`
+    import jax, jax.numpy as jnp, flax.linen as nn, optax
+
+- `setup`: threads (XLA_FLAGS and the process's CPU affinity, set before the import),
+  the platform and device, the recorder's hooks (sync on the latest result, the
+  allocator's peak on a GPU).
+- `track`, `sync`: `rec.sync` blocks on the most recent result the notebook handed to
+  `track` (JAX dispatches asynchronously: the clock must wait for the device).
+- `put`, `placement`: arrays onto the device, and where the data set lives.
+- `adam`, `read_adam`: optax Adam with its hyperparameters kept in its state
+  (`optax.inject_hyperparams`), so they can be read back; eps after the
+  bias-corrected square root (`eps_root=0`), the spec's formula.
+- `SpecBatchNorm`: flax.linen.BatchNorm's names and momentum convention, with the
+  running variance updated from the UNBIASED batch variance (PyTorch's, the spec's
+  reference); flax's own uses the biased one.
+- `dropout`: inverted dropout whose rate is an argument of the step (a traced value),
+  so the check runs the same compiled step with the rate at 0.
+- `to_flax`, `to_canonical`: canonical weights <-> Flax variable trees
+  (conv OIHW <-> HWIO, dense (out, in) <-> (in, out), transposed conv (in, out, kh, kw)
+  <-> spatially flipped (kh, kw, in, out)).
+- `compile_step`, `record_scope`: `jax.jit` of the whole step (graph) or the plain
+  function (eager), and the graph scope from the jitted step's own cache.
+
+See docs/frameworks/jax.md.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+jax = jnp = None  # imported by setup(), after the XLA flags are in place
+_LATEST = []
+
+
+def setup(rec, mode, device, seed):
+    """Threads, platform, device and recorder hooks; -> the jax.Device."""
+    global jax, jnp
+    if mode not in ("graph", "eager"):
+        raise ValueError(f"mode must be 'graph' or 'eager', not {mode!r}")
+    n = rec.threads
+    missing = ["jax has no thread-count getter (XLA's CPU pool is sized from the schedulable CPUs when the "
+               "backend starts)"]
+    how = []
+    try:  # XLA sizes its intra-op pool from sched_getaffinity: restrict the CPUs before the backend starts
+        cpus = sorted(os.sched_getaffinity(0))
+        if n < len(cpus):
+            os.sched_setaffinity(0, cpus[:n])
+        how.append(f"os.sched_setaffinity ({len(os.sched_getaffinity(0))} schedulable CPUs)")
+    except (AttributeError, OSError) as e:
+        missing.append(f"os.sched_setaffinity: {e}")
+    flags = os.environ.get("XLA_FLAGS", "")
+    if n == 1 and "xla_cpu_multi_thread_eigen" not in flags:
+        flags += " --xla_cpu_multi_thread_eigen=false"
+    os.environ["XLA_FLAGS"] = flags.strip()
+    how.append(f"XLA_FLAGS={os.environ['XLA_FLAGS']!r}" if os.environ["XLA_FLAGS"] else "XLA_FLAGS unset")
+    if device == "cpu":
+        os.environ["JAX_PLATFORMS"] = "cpu"  # no CUDA probe, no warning about a missing GPU
+    import jax as _jax
+    import jax.numpy as _jnp
+    jax, jnp = _jax, _jnp
+    if device == "gpu":
+        try:
+            dev = jax.devices("gpu")[0]
+        except RuntimeError as e:
+            raise RuntimeError(f"device='gpu' but JAX sees no GPU in this environment ({e}); install envs/jax-gpu.yml") from e
+    else:
+        dev = jax.devices("cpu")[0]
+    jax.config.update("jax_default_device", dev)
+    # Threads as far as they can be read back: the schedulable CPUs bound XLA's pool; jax reports no count.
+    rec.set_threads_effective(None, None, how="; ".join(how), missing=missing)
+    gpu = dev.platform == "gpu"
+    rec.after_import(jax.__version__, sync=sync,
+                     reset_device_peak=None,
+                     device_peak_mb=(lambda: dev.memory_stats()["peak_bytes_in_use"] / 1e6) if gpu else None,
+                     gpu_name=dev.device_kind if gpu else None)
+    if gpu:
+        rec.note("device peak: jax's memory_stats()['peak_bytes_in_use'] since the process started (jax has no "
+                 "peak reset): it includes the check's and the warm-up's allocations")
+    import flax
+    import optax
+    print(f"jax {jax.__version__} (flax {flax.__version__}, optax {optax.__version__}) on {dev}, "
+          f"{len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else '?'} schedulable CPUs, mode={mode}")
+    return dev
+
+
+# ------------------------------------------------------------------ timing
+def track(out):
+    """Remember the latest result of a dispatched computation; returns it unchanged."""
+    _LATEST[:] = [out]
+    return out
+
+
+def sync():
+    """Wait until the latest tracked result (and so everything before it) is computed."""
+    if _LATEST:
+        jax.block_until_ready(_LATEST[0])
+
+
+# ------------------------------------------------------------------ data
+def put(a, dev):
+    return jax.device_put(np.ascontiguousarray(a), dev)
+
+
+def placement(dev, host=None, array=None):
+    """Where the data set lives once the data cell moved it."""
+    if dev.platform != "cpu":
+        return f"device copy ({dev.device_kind})"
+    try:
+        shared = host is not None and array is not None and array.unsafe_buffer_pointer() == host.ctypes.data
+    except Exception:
+        shared = False
+    return "host, shares numpy's buffer (jax.device_put)" if shared else "host copy (jax.device_put to the CPU device)"
+
+
+def fresh(tree, dev):
+    """New device buffers of a (numpy) tree: what a step that donates its inputs may consume."""
+    return jax.tree.map(lambda a: jax.device_put(np.array(a, copy=True), dev), tree)
+
+
+def fresh_opt(tx, params, dev):
+    """A fresh optimizer state, committed to the device like the parameters: a jitted step's
+    cache keys on where its inputs are committed, so an uncommitted first state would make
+    the step compile twice (once for the fresh state, once for the states it returns)."""
+    return jax.device_put(tx.init(params), dev)
+
+
+# ------------------------------------------------------------------ optimizer
+def adam(lr):
+    """The spec's Adam: optax.adam (eps after the bias-corrected sqrt, eps_root 0), its
+    hyperparameters kept in the state so they can be read back."""
+    import optax
+    return optax.inject_hyperparams(optax.adam)(learning_rate=lr, b1=0.9, b2=0.999, eps=1e-8, eps_root=0.0)
+
+
+def read_adam(rec, opt_state):
+    h = {k: float(v) for k, v in opt_state.hyperparams.items()}
+    rec.settings_read(optimizer="optax.adam", lr=h["learning_rate"], betas=[h["b1"], h["b2"]], adam_eps=h["eps"],
+                      adam_eps_root=h["eps_root"])
+
+
+# ------------------------------------------------------------------ layers
+def _layers():
+    import flax.linen as nn
+
+    class SpecBatchNorm(nn.Module):
+        """flax.linen.BatchNorm's variables (params scale/bias, batch_stats mean/var) and
+        momentum convention (running = momentum * running + (1 - momentum) * batch), over
+        every axis but the last; the running variance takes the unbiased batch variance
+        (m / (m - 1)), as PyTorch and the spec's reference do. Two-pass variance (no
+        E[x^2] - E[x]^2 cancellation)."""
+        momentum: float = 0.9
+        epsilon: float = 1e-5
+
+        @nn.compact
+        def __call__(self, x, use_running_average: bool):
+            c = x.shape[-1]
+            scale = self.param("scale", nn.initializers.ones, (c,))
+            bias = self.param("bias", nn.initializers.zeros, (c,))
+            ra_mean = self.variable("batch_stats", "mean", lambda: jnp.zeros((c,), jnp.float32))
+            ra_var = self.variable("batch_stats", "var", lambda: jnp.ones((c,), jnp.float32))
+            axes = tuple(range(x.ndim - 1))
+            if use_running_average:
+                mean, var = ra_mean.value, ra_var.value
+            else:
+                mean = x.mean(axes)
+                var = jnp.square(x - mean).mean(axes)
+                if not self.is_initializing():
+                    m = x.size // c
+                    ra_mean.value = self.momentum * ra_mean.value + (1 - self.momentum) * mean
+                    ra_var.value = self.momentum * ra_var.value + (1 - self.momentum) * var * (m / (m - 1))
+            return (x - mean) * jax.lax.rsqrt(var + self.epsilon) * scale + bias
+
+    return SpecBatchNorm
+
+
+def __getattr__(name):  # SpecBatchNorm, built after setup() imported jax
+    if name == "SpecBatchNorm":
+        globals()["SpecBatchNorm"] = _layers()
+        return globals()[name]
+    raise AttributeError(name)
+
+
+def dropout(x, rate, key):
+    """Inverted dropout; `rate` may be a traced value (0 turns it off without a recompile:
+    bernoulli(key, 1.0) keeps every element)."""
+    keep = 1.0 - rate
+    return jnp.where(jax.random.bernoulli(key, keep, x.shape), x / keep, 0.0)
+
+
+# ------------------------------------------------------------------ weights
+# canonical field -> (collection, flax name)
+_FIELDS = {"weight": ("params", "kernel"), "bias": ("params", "bias")}
+_BN_FIELDS = {"weight": ("params", "scale"), "bias": ("params", "bias"),
+              "running_mean": ("batch_stats", "mean"), "running_var": ("batch_stats", "var")}
+
+
+def _layout(layer, field, shape_ndim):
+    """(canonical -> flax, flax -> canonical) for one tensor."""
+    same = (lambda w: w, lambda k: k)
+    if field != "weight" or layer.startswith("bn") or layer == "lstm":
+        return same
+    if layer.startswith("deconv"):  # (in, out, kh, kw) <-> flipped (kh, kw, in, out): ConvTranspose without transpose_kernel is a correlation
+        return (lambda w: w[:, :, ::-1, ::-1].transpose(2, 3, 0, 1), lambda k: k.transpose(2, 3, 0, 1)[:, :, ::-1, ::-1])
+    if layer.startswith("conv"):  # OIHW <-> HWIO
+        return (lambda w: w.transpose(2, 3, 1, 0), lambda k: k.transpose(3, 2, 0, 1))
+    return (lambda w: w.T, lambda k: k.T)  # dense (out, in) <-> (in, out)
+
+
+def _where(name):
+    layer, field = name.split(".", 1)
+    if layer == "lstm":
+        return ("params", field), layer, field
+    return (_BN_FIELDS if layer.startswith("bn") else _FIELDS)[field], layer, field
+
+
+def to_flax(weights):
+    """Canonical numpy weights -> {"params": {layer: {...}}, "batch_stats": {...}} (numpy, float32)."""
+    out = {}
+    for name, w in weights.items():
+        (coll, key), layer, field = _where(name)
+        out.setdefault(coll, {}).setdefault(layer, {})[key] = np.ascontiguousarray(
+            _layout(layer, field, w.ndim)[0](np.asarray(w, np.float32)))
+    return out
+
+
+def to_canonical(tree, names, prefix="", collection="params"):
+    """A Flax tree ({layer: {key: array}}: params, their gradients, or batch_stats) -> canonical
+    numpy arrays for the given canonical names (prefixed `prefix`)."""
+    out = {}
+    for name in names:
+        (coll, key), layer, field = _where(name)
+        if coll != collection:
+            continue
+        k = np.asarray(tree[layer][key])
+        out[prefix + name] = np.ascontiguousarray(_layout(layer, field, k.ndim)[1](k))
+    return out
+
+
+def count(params):
+    return int(sum(np.prod(np.shape(a)) for a in jax.tree.leaves(params)))
+
+
+# ------------------------------------------------------------------ modes
+class Step:
+    """The training step: `jax.jit` of the whole function (graph) or the function itself
+    (eager). Counts JAX's traces of it and XLA's backend compiles that happen inside its
+    calls (jax.monitoring's compile event): `graphs` is the compile count, the training
+    step's only (evaluation functions compile outside these calls)."""
+
+    def __init__(self, fn, mode, donate_argnums=()):
+        self.mode, self.traces, self.compiles, self._inside = mode, 0, 0, False
+
+        def traced(*args):
+            self.traces += mode == "graph"
+            return fn(*args)
+
+        self.fn = jax.jit(traced, donate_argnums=donate_argnums) if mode == "graph" else fn
+        if mode == "graph":
+            def on_event(event, duration, **kw):
+                if self._inside and event == "/jax/core/compile/backend_compile_duration":
+                    self.compiles += 1
+            jax.monitoring.register_event_duration_secs_listener(on_event)
+
+    def __call__(self, *args):
+        self._inside = True
+        try:
+            return self.fn(*args)
+        finally:
+            self._inside = False
+
+    @property
+    def graphs(self):
+        return self.compiles if self.mode == "graph" else None
+
+
+def compile_step(fn, mode, donate_argnums=()):
+    return Step(fn, mode, donate_argnums)
+
+
+def jit(fn, mode, **kw):
+    """Evaluation / prediction functions: jitted in graph mode (their graphs are not the step's)."""
+    return jax.jit(fn, **kw) if mode == "graph" else fn
+
+
+def record_scope(rec, mode, step, how="jax.jit of the whole train step (forward, jax.grad, optax update)", why=""):
+    if mode != "graph":
+        rec.set_graph_scope(False, False, False, how="eager")
+        return
+    rec.set_graph_scope(True, True, True, graphs=step.graphs, graph_breaks=0, how=how, why=why)
+    rec.set(step_traces=step.traces)
