@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import notebook as nbfile
-from .workloads import (WORKLOAD_PARAMS, DEVICES, FRAMEWORKS, MODES, PROFILE_FRAMEWORK_OVERRIDES, PROFILES, WORKLOADS,
+from .workloads import (WORKLOAD_PARAMS, DEVICES, FRAMEWORKS, OPT_IN_FRAMEWORKS, MODES, PROFILE_FRAMEWORK_OVERRIDES, PROFILES, WORKLOADS,
                         canonical_framework)
 
 REPO = Path(__file__).resolve().parent.parent
@@ -56,7 +56,9 @@ def notebook_path(framework: str, workload: str) -> Path:
     return NOTEBOOKS / framework / f"{workload}.ipynb"
 
 
-def split_list(value: str, allowed, what: str, aliases=None) -> list:
+def split_list(value: str, allowed, what: str, aliases=None, opt_in=()) -> list:
+    """A comma list checked against `allowed` ("all" is all of them); names in
+    `opt_in` are accepted too but are not part of "all"."""
     items = []
     for raw in (value or "").split(","):
         raw = raw.strip()
@@ -66,8 +68,8 @@ def split_list(value: str, allowed, what: str, aliases=None) -> list:
             items.extend(allowed)
             continue
         item = (aliases or (lambda x: x))(raw)
-        if item not in allowed:
-            raise PlanError(f"unknown {what} {raw!r}; choose from {', '.join(allowed)}")
+        if item not in allowed and item not in opt_in:
+            raise PlanError(f"unknown {what} {raw!r}; choose from {', '.join((*allowed, *opt_in))}")
         items.append(item)
     if not items:
         raise PlanError(f"no {what} given")
@@ -123,7 +125,7 @@ def coerce(key: str, raw, default, where: str):
 
 def build_plan(frameworks: str = "all", workloads: str = "all", mode: str = "graph", device: str = "cpu",
                profile: str = "quick", overrides=None, repeats: int = 1) -> list:
-    fws = split_list(frameworks, FRAMEWORKS, "framework", canonical_framework)
+    fws = split_list(frameworks, FRAMEWORKS, "framework", canonical_framework, OPT_IN_FRAMEWORKS)
     wls = split_list(workloads, WORKLOADS, "workload")
     if mode not in (*MODES, "both"):
         raise PlanError(f"unknown mode {mode!r}; choose from graph, eager, both")

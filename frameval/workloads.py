@@ -7,7 +7,12 @@ the spec's full sizes, so `full` overrides nothing.
 from __future__ import annotations
 
 FRAMEWORKS = ("torch", "tensorflow", "paddle", "mindspore", "megengine", "mxnet")
-ALIASES = {"pytorch": "torch", "tf": "tensorflow", "paddlepaddle": "paddle", "ms": "mindspore",
+# Frameworks that run when named (--frameworks jax) but are not yet in "all",
+# the default matrix: JAX's DCGAN check still fails at batch 16 on one float32
+# LeakyReLU kink flip (docs/frameworks/jax.md), so it joins the default once
+# the check tells a kink flip from wrong maths.
+OPT_IN_FRAMEWORKS = ("jax",)
+ALIASES = {"flax": "jax", "pytorch": "torch", "tf": "tensorflow", "paddlepaddle": "paddle", "ms": "mindspore",
            "mge": "megengine", "mx": "mxnet"}
 WORKLOADS = ("lenet", "dcgan", "lstm")
 MODES = ("graph", "eager")
