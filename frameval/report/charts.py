@@ -21,7 +21,7 @@ from . import fmt  # noqa: E402
 from .spec import FRAMEWORKS  # noqa: E402
 
 PALETTE = {"torch": "#ee4c2c", "tensorflow": "#ff8f00", "paddle": "#2932e1", "mindspore": "#2ca02c",
-           "megengine": "#9467bd", "mxnet": "#17becf"}
+           "megengine": "#9467bd", "mxnet": "#17becf", "jax": "#6a3d9a"}
 EXTRA = ("#8c564b", "#e377c2", "#7f7f7f", "#bcbd22")
 PLOT_MAX = 1e100  # larger magnitudes overflow an axis with its margins: not drawn (the tables show them)
 CJK_FILES = ("NotoSansCJKsc-Regular.otf", "NotoSansCJK-Regular.ttc", "NotoSansSC-Regular.otf",

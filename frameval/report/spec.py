@@ -5,11 +5,11 @@ from __future__ import annotations
 
 FRAMEWORKS = ("torch", "tensorflow", "paddle", "mindspore", "megengine", "mxnet")
 FRAMEWORK_NAMES = {"torch": "PyTorch", "tensorflow": "TensorFlow", "paddle": "PaddlePaddle",
-                   "mindspore": "MindSpore", "megengine": "MegEngine", "mxnet": "MXNet"}
+                   "mindspore": "MindSpore", "megengine": "MegEngine", "mxnet": "MXNet", "jax": "JAX"}
 # The pip package that carries each framework's version, to pick out of a freeze.
 FRAMEWORK_PACKAGES = {"torch": ("torch",), "tensorflow": ("tensorflow", "tensorflow-cpu", "keras"),
                       "paddle": ("paddlepaddle", "paddlepaddle-gpu"), "mindspore": ("mindspore",),
-                      "megengine": ("megengine",), "mxnet": ("mxnet", "mxnet-cu")}
+                      "megengine": ("megengine",), "mxnet": ("mxnet", "mxnet-cu"), "jax": ("jax", "jaxlib", "flax", "optax")}
 WORKLOADS = ("lenet", "dcgan", "lstm")
 MODES = ("eager", "graph")
 
