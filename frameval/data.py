@@ -19,7 +19,7 @@ import struct
 import urllib.request
 from pathlib import Path
 
-from .nb.paths import data_cache_dir
+from .paths import data_cache_dir
 
 IDX_FILES = {
     "train_images": "train-images-idx3-ubyte.gz",

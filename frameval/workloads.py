@@ -27,7 +27,7 @@ WORKLOAD_PARAMS = {
     "lstm": COMMON_PARAMS + ("window", "hidden", "series"),
 }
 
-# Trainable parameter counts from workloads.md, per network.
+# Trainable parameter counts from docs/workloads.md, per network.
 SPEC_PARAM_COUNTS = {
     "lenet": {"lenet": 61706},
     "dcgan": {"generator": 2280896, "discriminator": 212865},

@@ -1,4 +1,4 @@
-"""The facts the report audits against (from workloads.md). The parameter
+"""The facts the report audits against (from docs/workloads.md). The parameter
 counts come from `frameval.workloads` (SPEC_PARAM_COUNTS, LSTM_TWO_BIAS_COUNT)
 so the spec is written down once; the numbers below are the fallback."""
 from __future__ import annotations

@@ -1,0 +1,33 @@
+"""Every repository path the code, notebooks and docs cite exists, and nothing
+cites the spec outside the repository: the spec a teacher needs ships with the
+notebooks (docs/workloads.md)."""
+import re
+
+from conftest import REPO
+
+CITED = re.compile(r"`?((?:docs|frameval|notebooks|envs|bench|tests|templates)/[\w./-]+\.(?:md|py|ipynb|yml|json))")
+FILES = [p for pattern in ("frameval/**/*.py", "notebooks/**/*.ipynb", "docs/**/*.md", "README.md", "bench/*.py")
+         for p in REPO.glob(pattern) if "__pycache__" not in p.parts]
+
+
+def test_cited_repo_paths_exist():
+    missing = []
+    for f in FILES:
+        text = f.read_text(encoding="utf-8")
+        for path in CITED.findall(text):
+            path = path.rstrip(".")
+            if "<" in path or "*" in path or "{" in path:
+                continue
+            if not (REPO / path).exists():
+                missing.append(f"{f.relative_to(REPO)} cites {path}")
+    assert not missing, "\n".join(missing)
+
+
+def test_workloads_spec_cited_in_the_repo():
+    assert (REPO / "docs" / "workloads.md").exists()
+    bare = []
+    for f in FILES:
+        for m in re.finditer(r"[\w./-]*workloads\.md", f.read_text(encoding="utf-8")):
+            if m.group(0) != "docs/workloads.md":
+                bare.append(f"{f.relative_to(REPO)}: {m.group(0)}")
+    assert not bare, "cite docs/workloads.md, the repository's copy:\n" + "\n".join(bare)
