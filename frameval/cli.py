@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -80,7 +81,82 @@ def parser() -> argparse.ArgumentParser:
                    help="run framework FW in an environment you already have, e.g. torch=~/venvs/t/bin/python "
                         "(repeatable). The framework must import there; frameval adds only ipykernel and numpy "
                         "if they are missing, registers a kernel and records the environment's pip freeze")
+    s = p.add_argument_group("Slurm (--executor slurm; docs/slurm.md)")
+    s.add_argument("--executor", default="local",
+                   help="local (default: one run after another on this machine) or slurm (the runs that must "
+                        "execute as one Slurm job array, submitted with submitit; environments must be on a "
+                        "shared filesystem: build them with --setup-only first)")
+    s.add_argument("--slurm-partition", default="", metavar="NAME", help="sbatch --partition")
+    s.add_argument("--slurm-time", default="", metavar="TIME",
+                   help="sbatch --time per run: minutes, or [D-]HH:MM[:SS] (default 60)")
+    s.add_argument("--slurm-gpus-per-task", default="", metavar="N", help="sbatch --gpus-per-task")
+    s.add_argument("--slurm-cpus-per-task", default="", metavar="N", help="sbatch --cpus-per-task")
+    s.add_argument("--slurm-array-parallelism", default="", metavar="N",
+                   help="at most N runs at once (the array's %%N; default all)")
+    s.add_argument("--slurm-account", default="", metavar="NAME", help="sbatch --account")
+    s.add_argument("--slurm-exclusive", dest="slurm_exclusive", action="store_true", default=None,
+                   help="whole nodes per run, so timings are not shared with other jobs (the default)")
+    s.add_argument("--no-slurm-exclusive", dest="slurm_exclusive", action="store_false",
+                   help="share nodes with other jobs")
+    s.add_argument("--slurm-extra", action="append", default=[], metavar="KEY=VALUE",
+                   help="any other sbatch option, e.g. --slurm-extra constraint=a100 (repeatable)")
     return p
+
+
+SLURM_SET = {"partition": "--slurm-partition", "time": "--slurm-time", "gpus-per-task": "--slurm-gpus-per-task",
+             "cpus-per-task": "--slurm-cpus-per-task", "account": "--slurm-account",
+             "exclusive": "--slurm-exclusive", "array": "--slurm-array-parallelism", "output": None,
+             "error": None, "job-name": None, "open-mode": None, "wrap": None, "parsable": None}
+SLURM_TIME = re.compile(r"^(\d+|\d+:\d{1,2}|\d+:\d{1,2}:\d{1,2}|\d+-\d+(:\d{1,2}){0,2})$")
+
+
+def validate_slurm(args) -> None:
+    """--executor and the --slurm-* options (standard library only)."""
+    if args.executor not in ("local", "slurm"):
+        fail(f"--executor {args.executor!r}: choose local or slurm")
+    given = [o for o, v in (("--slurm-partition", args.slurm_partition), ("--slurm-time", args.slurm_time),
+                            ("--slurm-gpus-per-task", args.slurm_gpus_per_task),
+                            ("--slurm-cpus-per-task", args.slurm_cpus_per_task),
+                            ("--slurm-array-parallelism", args.slurm_array_parallelism),
+                            ("--slurm-account", args.slurm_account),
+                            ("--slurm-exclusive/--no-slurm-exclusive", args.slurm_exclusive is not None),
+                            ("--slurm-extra", args.slurm_extra)) if v]
+    if args.executor == "local":
+        if given:
+            fail(f"{given[0]} is only used with --executor slurm")
+        return
+    for opt, v in (("--slurm-partition", args.slurm_partition), ("--slurm-account", args.slurm_account)):
+        if v and not re.fullmatch(r"[A-Za-z0-9_.,+-]+", v):
+            fail(f"{opt} {v!r}: not a Slurm name (letters, digits, _ . , + -)")
+    if args.slurm_time and (not SLURM_TIME.match(args.slurm_time.strip())
+                            or not any(c not in "0:-" for c in args.slurm_time)):
+        fail(f"--slurm-time {args.slurm_time!r}: expected minutes or [D-]HH:MM[:SS], more than zero (e.g. 30, 2:00:00)")
+    for opt, v, low in (("--slurm-gpus-per-task", args.slurm_gpus_per_task, 0),
+                        ("--slurm-cpus-per-task", args.slurm_cpus_per_task, 1),
+                        ("--slurm-array-parallelism", args.slurm_array_parallelism, 1)):
+        if v and (not v.strip().isdigit() or int(v) < low):
+            fail(f"--{opt.lstrip('-')} {v!r}: expected an integer of at least {low}")
+    keys = set()
+    for item in args.slurm_extra:
+        key, sep, value = item.partition("=")
+        key = key.strip().lstrip("-")
+        if not sep or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_-]*", key) or not value.strip():
+            fail(f"--slurm-extra {item!r}: expected KEY=VALUE, an sbatch option without its dashes, "
+                 "e.g. constraint=a100")
+        if key.replace("_", "-") in SLURM_SET:
+            own = SLURM_SET[key.replace("_", "-")]
+            fail(f"--slurm-extra {item!r}: " + (f"use {own}" if own else "frameval sets this one itself"))
+        if key in keys:
+            fail(f"--slurm-extra {key}= given twice")
+        keys.add(key)
+    if args.device == "gpu" and not args.slurm_gpus_per_task and not any(
+            k in keys for k in ("gres", "gpus", "gpus-per-node", "gpus_per_node")):
+        fail("--executor slurm --device gpu: ask for a GPU with --slurm-gpus-per-task 1 (or --slurm-extra gres=...)")
+    if not (args.dry_run or args.setup_only or args.report_only):
+        import shutil
+        for tool in ("sbatch", "squeue", "scancel"):
+            if not shutil.which(tool):
+                fail(f"--executor slurm: {tool} is not on PATH (run on the cluster's login node, or --dry-run)")
 
 
 PROBES_VAR = "FRAMEVAL_USER_PYTHON_PROBES"  # the checks done before the re-exec into the runner env
@@ -145,6 +221,7 @@ def validate(args) -> list:
             fail("--env-backend conda: none of mamba, micromamba, conda is on PATH (or use venv)")
     if args.timeout <= 0:
         fail(f"--timeout {args.timeout:g}: must be positive")
+    validate_slurm(args)
     if args.notes and not Path(args.notes).is_file():
         fail(f"--notes {args.notes}: no such file")
     for s in args.sources:

@@ -79,6 +79,8 @@ class Pipeline:
             return self.dry_run()
         with OutLock(self.out):
             if a.report_only:
+                from . import slurm  # jobs that ended after an --executor slurm runner was gone
+                slurm.finalize_folders(a.sources or [str(self.out)], say=self.say)
                 return self.collect(a.sources or [str(self.out)])
             self._install_signals()
             self.write_plan()
@@ -87,7 +89,11 @@ class Pipeline:
             if a.setup_only:
                 self.say("frameval: setup done (environments, kernels, data caches); nothing run (--setup-only)")
                 return 0 if all(isinstance(e, envs.Env) for e in env_by_fw.values()) else EXIT_FAILED
-            failed = self.execute_all(env_by_fw)
+            if getattr(a, "executor", "local") == "slurm":
+                from . import slurm
+                failed = slurm.execute_all(self, env_by_fw)
+            else:
+                failed = self.execute_all(env_by_fw)
             code = self.collect([str(self.out)])
         if self.interrupted:
             return EXIT_INTERRUPTED
@@ -167,6 +173,7 @@ class Pipeline:
     def dry_run(self) -> int:
         self.say(f"frameval: plan for {self.out} ({len(self.runs)} runs, profile {self.args.profile}):")
         users, user_keys = getattr(self.args, "user_pythons", {}) or {}, {}
+        n_execute = 0
         for i, run in enumerate(self.runs, 1):
             env = envs.env_for(envs.parse_spec(envs.spec_path(run.framework, run.device)),
                                envs.choose_backend(self.args.env_backend))
@@ -182,8 +189,12 @@ class Pipeline:
             d = results.run_dir(self.out, run.framework, run.workload, run.mode, run.device, run.repeat)
             dec = execute.decide(run, d, parts, self._forced(run))
             extra = "" if env.ready or run.framework in users else " (environment not built yet)"
+            n_execute += dec.execute
             self.say(f"  [{i}/{len(self.runs)}] {run.name}{'' if run.repeat == 1 else f' repeat {run.repeat}'}: "
                      f"{'execute' if dec.execute else 'reuse'} ({dec.why}){extra}")
+        if getattr(self.args, "executor", "local") == "slurm":
+            from . import slurm
+            slurm.dry_run(self, n_execute)
         return 0
 
     def execute_all(self, env_by_fw) -> bool:
