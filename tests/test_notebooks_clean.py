@@ -1,6 +1,8 @@
 """Every framework notebook: committed without outputs, the same cell order and
 tags, the shared parameter names, and a kernelspec the runner registers."""
 
+import json
+
 import pytest
 
 from frameval import notebook as nbfile
@@ -30,3 +32,12 @@ def test_cell_contract(fw, wl):
     assert set(nbfile.parameters(nb)) == set(WORKLOAD_PARAMS[wl])
     assert nb["metadata"]["kernelspec"]["name"] == f"frameval-{fw}"
     assert nbfile.count_code_lines(nb) > 10
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "notebooks").glob("*/*.ipynb")), ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_recorder_names_its_own_notebook(path):
+    """The setup cell records the parameters of its own workload (a copied
+    "lenet" would drop window/hidden/series from an LSTM's result)."""
+    src = "".join("".join(c["source"]) for c in json.loads(path.read_text())["cells"])
+    fw, wl = path.parent.name, path.stem
+    assert f'nb.Recorder("{fw}", "{wl}", nb.parameters(globals(), "{wl}")' in src
