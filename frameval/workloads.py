@@ -8,9 +8,8 @@ from __future__ import annotations
 
 FRAMEWORKS = ("torch", "tensorflow", "paddle", "mindspore", "megengine", "mxnet")
 # Frameworks that run when named (--frameworks jax) but are not yet in "all",
-# the default matrix: JAX's DCGAN check still fails at batch 16 on one float32
-# LeakyReLU kink flip (docs/frameworks/jax.md), so it joins the default once
-# the check tells a kink flip from wrong maths.
+# the default matrix: the default report already takes 12 minutes on 2 cores
+# (target 10), and JAX has not run at the quick sizes end to end.
 OPT_IN_FRAMEWORKS = ("jax",)
 ALIASES = {"flax": "jax", "pytorch": "torch", "tf": "tensorflow", "paddlepaddle": "paddle", "ms": "mindspore",
            "mge": "megengine", "mx": "mxnet"}

@@ -15,12 +15,7 @@ LOSS_KEYS = {"lenet": ("train_loss", "test_loss"), "dcgan": ("gen_loss", "disc_l
 @pytest.fixture(scope="module")
 def jax_runs(tmp_path_factory):
     out = tmp_path_factory.mktemp("jax")
-    # DCGAN at batch 64, not the matrix's 16: at batch 16 one discriminator
-    # pre-activation sits 3e-8 from the LeakyReLU kink and XLA's float32 rounds it
-    # to the other side, which the gradient check (correctly for its measure, wrongly
-    # for the maths) calls a failure. Open: docs/frameworks/jax.md.
-    p = run_all("--frameworks", "jax", "--mode", "both", "--out", str(out), *TINY, "-p", "dcgan.batch_size=64",
-                "-p", "dcgan.max_train_samples=128", "--timeout", "900")
+    p = run_all("--frameworks", "jax", "--mode", "both", "--out", str(out), *TINY, "--timeout", "900")
     (out / "runner-stdout.txt").write_text(p.stdout + "\n---- stderr ----\n" + p.stderr)
     results = {}
     for f in sorted((out / "runs" / "jax").glob("*/result.json")):

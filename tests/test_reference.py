@@ -492,6 +492,18 @@ def test_noise_level_sign_flip_is_not_a_failure():
     assert res["update_plain"][name] > res["update"][name]
 
 
+def test_kink_flip_is_not_a_failure():
+    """At batch 16 (seed 0) a LeakyReLU input sits within float32 rounding of the
+    kink; a framework whose float32 puts it on the other side computes other
+    gradients (4.6e-3 on the generator) and, through them, another 3-step
+    movement. That is float32's choice of branch, not other maths: it passes,
+    with a diagnosis that says so."""
+    res = checked("dcgan", framework_run("dcgan", mutate=patched(KINK=check.KINK_FRACTION)))
+    assert res["kink"]["inputs_near_kink"] >= 1 and res["max_grad_err"] > check.TOLERANCES["grads"]
+    assert res["ok"] is True and any("kink" in d for d in res["diagnosis"]), res["diagnosis"]
+    assert R.KINK is None
+
+
 def test_diagnosis_only_when_its_conditions_hold():
     res = checked("lenet", framework_run("lenet"))
     assert res["diagnosis"] == []  # nothing to explain

@@ -152,8 +152,23 @@ def leaky_relu(x, slope=LEAK):
     return np.where(x > 0, x, slope * x)
 
 
+# Kink ambiguity (set by the check, None otherwise): a pre-activation within
+# KINK * RMS of its layer from the LeakyReLU's kink has a sign float32
+# rounding can decide. With KINK set, the backward takes the OTHER branch for
+# those elements and counts them in KINK_FLIPS, giving the gradients a float32
+# framework may legitimately compute.
+KINK = None
+KINK_FLIPS = [0]
+
+
 def leaky_relu_backward(dy, x, slope=LEAK):
-    return dy * np.where(x > 0, 1.0, slope)
+    d = np.where(x > 0, 1.0, slope)
+    if KINK is not None:
+        near = np.abs(x) < KINK * np.sqrt(np.mean(x * x))
+        if near.any():
+            KINK_FLIPS[0] += int(near.sum())
+            d = np.where(near, np.where(x > 0, slope, 1.0), d)
+    return dy * d
 
 
 def relu(x):
