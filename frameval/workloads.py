@@ -40,12 +40,13 @@ LSTM_TWO_BIAS_COUNT = 4513
 # same samples, batch and epochs) and quality figures that mean something:
 # LeNet on all 4,000 embedded training digits for 5 epochs (>= 95% test
 # accuracy), the LSTM for 20 epochs (validation R^2 > 0.9). The DCGAN trains
-# 256 samples an epoch: enough to time it, far from enough to draw digits
+# 128 samples an epoch (2 steps of 64; MegEngine, the slowest here, takes
+# ~30 s an epoch at 256): enough to time it, far from enough to draw digits
 # (that takes about an epoch of full MNIST: the full profile, on a GPU).
 PROFILES = {
     "quick": {
         "lenet": {"epochs": 5, "max_train_samples": 0},
-        "dcgan": {"epochs": 3, "batch_size": 64, "max_train_samples": 256},
+        "dcgan": {"epochs": 3, "batch_size": 64, "max_train_samples": 128},
         "lstm": {"epochs": 20},
     },
     "full": {"lenet": {}, "dcgan": {}, "lstm": {}},
