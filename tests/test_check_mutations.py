@@ -71,8 +71,15 @@ def mutate(fw, workload, edits, dest):
     return dest
 
 
+@pytest.fixture(scope="module")
+def kernels():
+    """The frameworks' environments and kernels, built or reused as run_all.py does."""
+    for fw in MUTATIONS:
+        envs.ensure_framework(fw)
+
+
 @pytest.mark.parametrize("fw, case", CASES)
-def test_check_catches_mutation(fw, case, tmp_path):
+def test_check_catches_mutation(fw, case, tmp_path, kernels):
     workload, edits, section = MUTATIONS[fw][case]
     nb = mutate(fw, workload, edits, tmp_path / "mutated.ipynb")
     os.environ.update(envs.jupyter_env())
