@@ -265,10 +265,14 @@ def test_notebook_gives_the_recorder_its_device_hooks(path):
     nb = nbfile.read(path)
     setup = "".join(nbfile.source(c) for c in nbfile.tagged(nb, "setup"))
     train = "".join(nbfile.source(c) for c in nbfile.tagged(nb, "train"))
+    support = path.parents[2] / "frameval" / "fw" / f"{path.parent.name}_support.py"
+    if "rec.after_import(" not in setup:  # setup delegates to the support module: fw.setup(rec, ...)
+        assert re.search(r"fw\.setup\(rec\b", setup), "rec.after_import is never called"
+        setup += support.read_text()
     assert "rec.after_import(" in setup, "rec.after_import is never called"
     if "sync=" not in setup:  # the hooks come from the framework's support module (frameval/fw)
         assert re.search(r"rec\.after_import\([^)]*\*\*", setup), "no device sync passed to rec.after_import"
-        setup += (path.parents[2] / "frameval" / "fw" / f"{path.parent.name}_support.py").read_text()
+        setup += support.read_text()
     assert "sync=" in setup, "no device sync passed to rec.after_import"
     if "device_peak_mb=" in setup:
         assert "reset_device_peak=" in setup, "allocator peak read but never reset before training"

@@ -104,9 +104,13 @@ class StepGraphs:
             reasons.append(f"{opt_breaks} break(s) are torch.optim's own around step(): the Adam update is a graph "
                            "of its own")
         reasons += [k.splitlines()[0][:160] for k in other]
-        whole = self.graphs > 0 and not other
-        rec.set_graph_scope(whole, whole, whole, graphs=self.graphs, graph_breaks=n_breaks, how=how,
-                            why="; ".join(reasons))
+        # Any other break leaves part of the step eager. Seen in the DCGAN: after
+        # opt_d.step()'s own break, the generator's autograd.grad reaches into the
+        # previous graph ("external grad_fn") and runs eagerly; the forward passes
+        # and both updates are still compiled, the backward only in part.
+        captured = self.graphs > 0
+        rec.set_graph_scope(captured, captured and not other, captured and bool(opt_breaks),
+                            graphs=self.graphs, graph_breaks=n_breaks, how=how, why="; ".join(reasons))
 
 
 def read_adam(rec, *opts):

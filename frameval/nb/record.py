@@ -414,11 +414,14 @@ class Recorder:
         before the first epoch, or (where that cannot be done) the process peak
         minus the level before training. The process peak is kept beside it."""
         mem, process = self.result["memory"], measure.peak_rss_mb()
+        hwm = measure.hwm_mb() if getattr(self, "_hwm_reset", False) else None
+        if process is not None and hwm is not None:
+            process = max(process, hwm)  # read one after the other: the later one may be higher
         mem["process_peak_mb"] = _round(process)
         if "before_training_mb" not in mem:
             return
-        if getattr(self, "_hwm_reset", False):
-            mem["training_peak_mb"] = _round(measure.hwm_mb())
+        if hwm is not None:
+            mem["training_peak_mb"] = _round(hwm)
         elif process is not None and mem["before_training_mb"] is not None:
             mem["training_peak_mb"] = _round(process - mem["before_training_mb"])
         self.result["peak_rss_mb"] = mem.get("training_peak_mb")
