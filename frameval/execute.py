@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -302,11 +303,14 @@ def execute(run: Run, d: Path, kernel: str, parts: dict, timeout: float | None =
     notebook failure: it is recorded in result.json. `env_fields` are added to
     result["environment"] (where the environment came from)."""
     d.mkdir(parents=True, exist_ok=True)
-    for stale in (results.RESULT, "result.partial.json"):
+    for stale in (results.RESULT, results.PARTIAL):
         try:
             (d / stale).unlink()
         except OSError:
             pass
+    # A rerun in the same folder would otherwise find the last run's compile
+    # caches (torch inductor's made a 42 s LeNet run take 10 s): start cold.
+    shutil.rmtree(d / results.WORK, ignore_errors=True)
     params = dict(run.params, out_dir=str(d))
     load_papermill()  # once per invocation, outside the run's clock
     t0 = time.perf_counter()

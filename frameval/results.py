@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .nb.record import PARTIAL, RESULT, atomic_write_json
+from .nb.record import PARTIAL, RESULT, WORK, atomic_write_json
 
 WORKLOADS = ("lenet", "dcgan", "lstm")
 EPOCH_METRICS = {"lenet": ("train_loss", "train_acc", "test_loss", "test_acc"),
@@ -93,4 +93,4 @@ def write_result(d: Path, result: dict) -> Path:
 
 
 __all__ = ["WORKLOADS", "EPOCH_METRICS", "run_dir", "read_result", "load_runs", "failure_record",
-           "load_partial", "write_result", "RESULT"]
+           "load_partial", "write_result", "RESULT", "PARTIAL", "WORK"]

@@ -112,6 +112,10 @@ def test_user_environment_runs_and_is_recorded(user_venv, tmp_path):
         assert json.loads(shared.read_text())["argv"][0] != str(user_venv)
     info = json.loads((out / "environments" / "torch.json").read_text())
     assert info["provided_by_user"] is True and info["backend"] == "user"
+    # the report's environment table marks it, with the version that ran beside the spec's pin
+    md = (out / "report.md").read_text()
+    row = next(line for line in md.splitlines() if "provided by the user" in line)
+    assert str(user_venv) in row and f"runs {r['framework_version']}" in row and "the spec pins torch==2.13.0" in row
 
     # the cache key follows the environment's freeze (dry runs; another edit to frameval/ between
     # the runs may add "changed: frameval", so only the environment part is checked)

@@ -590,3 +590,31 @@ def test_two_bias_lstm_checked_as_one_bias_fails():
     g1["lstm.bias"] = grads["lstm.bias_ih"]
     res = checked("lstm", (fwd, g1, losses, one, running), biases=1)
     assert res["update"]["lstm.bias"] > 0.5 and res["update_ok"] is False
+
+
+def test_reference_cache_returns_the_computed_result(tmp_path, monkeypatch):
+    """The check's reference is stored per user and read back bit for bit; a
+    patched reference module (another function) is neither read nor stored."""
+    from frameval.nb import refcache
+    monkeypatch.setenv("FRAMEVAL_CACHE_DIR", str(tmp_path))
+    first, second = check.Checker(Rec(), "dcgan", 0), check.Checker(Rec(), "dcgan", 0)
+    a, b = first.reference(), second.reference()
+    assert (first.ref_cached, second.ref_cached) == (False, True)
+    assert a["losses"] == b["losses"] and a is not b
+    for group in refcache.GROUPS:
+        assert a[group].keys() == b[group].keys()
+        for k in a[group]:
+            assert a[group][k].dtype == b[group][k].dtype and np.array_equal(a[group][k], b[group][k]), k
+    assert len(list((tmp_path / "data" / refcache.FOLDER).glob("*.npz"))) == 1
+    # another learning rate is another key
+    assert check.Checker(Rec(), "dcgan", 0, lr=2e-4).reference() and len(list(tmp_path.rglob("*.npz"))) == 2
+    original = R.bce_with_logits
+    monkeypatch.setattr(R, "bce_with_logits", _doubled(original))
+    patched_chk = check.Checker(Rec(), "dcgan", 0)
+    wrong = patched_chk.reference()
+    assert patched_chk.ref_cached is False and wrong["losses"][0]["d_loss"] == 2 * a["losses"][0]["d_loss"]
+    assert len(list(tmp_path.rglob("*.npz"))) == 2
+    monkeypatch.setattr(R, "bce_with_logits", original)
+    monkeypatch.setenv(refcache.ENV, "0")
+    off = check.Checker(Rec(), "dcgan", 0)
+    assert off.reference()["losses"] == a["losses"] and off.ref_cached is False

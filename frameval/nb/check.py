@@ -55,6 +55,7 @@ import traceback
 import numpy as np
 
 from . import reference as R
+from . import refcache
 from .weights import init_weights, trainable_names
 
 STEPS = 3
@@ -207,7 +208,7 @@ class Checker:
         self.rec, self.workload, self.seed = rec, workload, int(seed)
         self.lr = float(lr) if lr is not None else DEFAULT_LR.get(workload, 1e-3)
         self.lstm_biases, self.batch_size, self.steps = int(lstm_biases), int(batch_size), int(steps)
-        self.ref_s = 0.0
+        self.ref_s, self.ref_cached = 0.0, False
         self.problems, self.ignored, self.diagnosis = [], [], []
         self.res = {"forward": {}, "grads": {}, "update": {}, "update_plain": {}, "running": {}}
         self.step_losses = []
@@ -240,13 +241,16 @@ class Checker:
     def reference(self) -> dict:
         """The reference's k steps (computed once): losses, grads, grad_min, weights."""
         if self._ref is None:
-            if self.workload == "lenet":
-                self._ref = R.lenet_train(self.w0, self.batches, self.lr)
-            elif self.workload == "dcgan":
-                self._ref = R.dcgan_train(self.w0["generator"], self.w0["discriminator"], self.batches, self.lr)
-            else:
-                self._ref = R.lstm_train(self.w0, self.batches, self.lr)
+            self._ref, self.ref_cached = refcache.cached(self.workload, self.w0, self.batches, self.lr,
+                                                         self._compute_reference)
         return self._ref
+
+    def _compute_reference(self):
+        if self.workload == "lenet":
+            return R.lenet_train(self.w0, self.batches, self.lr)
+        if self.workload == "dcgan":
+            return R.dcgan_train(self.w0["generator"], self.w0["discriminator"], self.batches, self.lr)
+        return R.lstm_train(self.w0, self.batches, self.lr)
 
     def _ref_forward(self):
         p = self.probe
@@ -472,6 +476,7 @@ class Checker:
             "tolerances": dict(tol), "kink": dict(self.kink), "missing": missing, "ignored": list(self.ignored),
             "problems": list(self.problems), "diagnosis": list(self.diagnosis),
             "seconds": round(time.perf_counter() - self.t0, 3), "reference_s": round(self.ref_s, 3),
+            "reference_cached": self.ref_cached,
         }
 
     def finish(self) -> dict:

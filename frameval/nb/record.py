@@ -26,6 +26,10 @@ from .paths import hand_runs_dir
 SCHEMA = 2
 RESULT = "result.json"
 PARTIAL = "result.partial.json"
+# The run's own working folder: framework caches (inductor, Keras, Triton) and
+# compile dumps. The runner empties it before each execution, so that every run
+# compiles from cold, as on a fresh machine, and first-epoch times compare.
+WORK = "work"
 # Environment variables that pin a library's thread pool, set before the
 # framework is imported so every framework runs on the same number of threads.
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
@@ -263,7 +267,7 @@ class Recorder:
     def _prepare_process(self, chdir: bool):
         for var in THREAD_VARS:
             os.environ[var] = str(self.threads)
-        work = self.out / "work"
+        work = self.out / WORK
         work.mkdir(exist_ok=True)
         # Caches frameworks would put in the home directory go to the run's folder.
         os.environ.setdefault("KERAS_HOME", str(work / "keras"))

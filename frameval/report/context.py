@@ -52,6 +52,19 @@ def _recorded(frows, key):
     return {str(d_(w["r"].get("environment")).get(key)) for w in frows if d_(w["r"].get("environment")).get(key)}
 
 
+def _user_env(frows, elist, version, S) -> str:
+    """"provided by the user", with the version that ran beside the spec's pin,
+    when an environment came from `--python FW=...`; "" otherwise."""
+    recorded = [d_(w["r"].get("environment")) for w in frows]
+    if not any(e.get("provided_by_user") for e in recorded) and \
+            not any(e.get("provided_by_user") or e.get("backend") == "user" for e in elist):
+        return ""
+    pins = {str(e["spec_pin"]) for e in [*recorded, *elist] if e.get("spec_pin")}
+    pythons = {str(e["python_executable"]) for e in recorded if e.get("python_executable")}
+    return S("env_user_provided", version=version, pin=", ".join(sorted(pins)) or fmt.NA,
+             python=", ".join(sorted(pythons)) or fmt.NA)
+
+
 def framework_env(fw, rows, elist, S) -> dict:
     frows = [w for w in rows if w["fw"] == fw]
     pys = _recorded(frows, "python") | {str(e["python"]) for e in elist if e.get("python")}
@@ -64,11 +77,12 @@ def framework_env(fw, rows, elist, S) -> dict:
             if pkg in names or any(pkg.startswith(n + "-") for n in names):
                 packages.append(line.strip())
         specs.append(" ".join(x for x in (str(e.get("spec_name") or ""), f"({e['backend']})" if e.get("backend") else "") if x))
-    return {"fw": fw, "name": framework_name(fw),
-            "version": ", ".join(sorted({str(w["version"]) for w in frows if w["version"]})) or fmt.NA,
+    version = ", ".join(sorted({str(w["version"]) for w in frows if w["version"]})) or fmt.NA
+    user = _user_env(frows, elist, version, S)
+    return {"fw": fw, "name": framework_name(fw), "version": version, "user_provided": bool(user),
             "python": ", ".join(sorted(pys)) or fmt.NA, "numpy": ", ".join(sorted(_recorded(frows, "numpy"))) or fmt.NA,
             "packages": ", ".join(sorted(set(packages))) or fmt.NA, "threads": ", ".join(threads) or fmt.NA,
-            "spec": "; ".join(specs) or S("env_not_recorded"),
+            "spec": user or "; ".join(specs) or S("env_not_recorded"),
             "key": ", ".join(str(e.get("key")) for e in elist if e.get("key")) or fmt.NA}
 
 
