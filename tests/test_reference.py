@@ -12,6 +12,8 @@ import pytest
 from frameval.nb import check, init_weights
 from frameval.nb import reference as R
 
+pytestmark = pytest.mark.fast
+
 
 def rel(a, b):
     return np.linalg.norm(np.asarray(a) - np.asarray(b)) / np.linalg.norm(np.asarray(b))

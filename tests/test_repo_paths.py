@@ -3,7 +3,11 @@ cites the spec outside the repository: the spec a teacher needs ships with the
 notebooks (docs/workloads.md)."""
 import re
 
+import pytest
+
 from conftest import REPO
+
+pytestmark = pytest.mark.fast
 
 CITED = re.compile(r"`?((?:docs|frameval|notebooks|envs|bench|tests|templates)/[\w./-]+\.(?:md|py|ipynb|yml|json))")
 FILES = [p for pattern in ("frameval/**/*.py", "notebooks/**/*.ipynb", "docs/**/*.md", "README.md", "bench/*.py")
