@@ -104,7 +104,7 @@ TEST_USAGE = ("usage: run_all.py test [--fast] [--env-backend auto|conda|venv] [
 
 def parse_test_args(argv) -> tuple:
     """`run_all.py test`'s own options, before the pytest arguments: (fast, backend, pytest args)."""
-    fast, backend, rest = False, "auto", list(argv)
+    fast, backend, rest = False, os.environ.get("FRAMEVAL_ENV_BACKEND", "auto"), list(argv)
     while rest and rest[0] in ("--fast", "--env-backend") or rest and rest[0].startswith("--env-backend="):
         opt = rest.pop(0)
         if opt == "--fast":
@@ -125,8 +125,9 @@ def run_tests(argv) -> int:
         print(TEST_USAGE + "\n(pytest's own options follow)\n", flush=True)
     fast, backend, pytest_args = parse_test_args(argv)
     ensure_runner(["test", *argv], backend=backend)
-    from .testtools import ensure_browser
-    ensure_browser(lambda m: print(m, flush=True))
+    if not fast:  # the fast loop has no browser test
+        from .testtools import ensure_browser
+        ensure_browser(lambda m: print(m, flush=True))
     os.chdir(REPO)
     env = jupyter_env()
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")]))

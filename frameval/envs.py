@@ -41,6 +41,7 @@ from .envspec import EnvSpec, SpecError, parse_spec
 from .files import atomic_write
 from .locks import file_lock
 from .paths import envs_dir, user_cache_dir
+from .workloads import DISPLAY_NAMES
 
 REPO = Path(__file__).resolve().parent.parent
 # FRAMEVAL_ENV_SPECS points at another folder of <fw>.yml specs (custom pins; the tests' broken env).
@@ -705,8 +706,7 @@ def registered_kernels() -> list[str]:
     return sorted(p.name for p in kdir.iterdir() if (p / "kernel.json").exists()) if kdir.is_dir() else []
 
 
-DISPLAY = {"torch": "PyTorch", "tensorflow": "TensorFlow", "paddle": "PaddlePaddle",
-           "mindspore": "MindSpore", "megengine": "MegEngine", "mxnet": "MXNet"}
+DISPLAY = DISPLAY_NAMES
 
 
 def _kernel_extra(framework: str, device: str) -> dict:

@@ -42,18 +42,19 @@ def out_lock(out: Path):
     (EXIT_BUSY), naming the holder's pid (kept beside the lock: filelock
     truncates the lock file itself when it tries to take it)."""
     path, pid_file = out / files.OUT_LOCK, out / (files.OUT_LOCK + ".pid")
-    try:
-        with locks.file_lock(path, wait=False):
-            files.atomic_write(pid_file, str(os.getpid()))
-            yield
-    except locks.Busy:
+    with contextlib.ExitStack() as held:
         try:
-            pid = pid_file.read_text().strip()
-        except OSError:
-            pid = "?"
-        print(f"frameval: error: another frameval run is using {out} "
-              f"(lock {path}, held by pid {pid}); wait for it or use another --out", file=sys.stderr)
-        sys.exit(EXIT_BUSY)
+            held.enter_context(locks.file_lock(path, wait=False))
+        except locks.Busy:
+            try:
+                pid = pid_file.read_text().strip()
+            except OSError:
+                pid = "?"
+            print(f"frameval: error: another frameval run is using {out} "
+                  f"(lock {path}, held by pid {pid}); wait for it or use another --out", file=sys.stderr)
+            sys.exit(EXIT_BUSY)
+        files.atomic_write(pid_file, str(os.getpid()))
+        yield
 
 
 class Pipeline:

@@ -11,6 +11,9 @@ FRAMEWORKS = ("torch", "tensorflow", "paddle", "mindspore", "megengine", "mxnet"
 # the default matrix: the default report already takes 12 minutes on 2 cores
 # (target 10), and JAX has not run at the quick sizes end to end.
 OPT_IN_FRAMEWORKS = ("jax",)
+# How the report and the kernels' display names write each framework.
+DISPLAY_NAMES = {"torch": "PyTorch", "tensorflow": "TensorFlow", "paddle": "PaddlePaddle", "mindspore": "MindSpore",
+                 "megengine": "MegEngine", "mxnet": "MXNet", "jax": "JAX"}
 ALIASES = {"flax": "jax", "pytorch": "torch", "tf": "tensorflow", "paddlepaddle": "paddle", "ms": "mindspore",
            "mge": "megengine", "mx": "mxnet"}
 WORKLOADS = ("lenet", "dcgan", "lstm")

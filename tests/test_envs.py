@@ -10,6 +10,7 @@ from frameval.workloads import FRAMEWORKS, OPT_IN_FRAMEWORKS
 from conftest import REPO
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("fw", FRAMEWORKS + OPT_IN_FRAMEWORKS)
 def test_every_framework_has_a_spec(fw):
     spec = parse_spec(REPO / "envs" / f"{fw}.yml")
@@ -17,6 +18,7 @@ def test_every_framework_has_a_spec(fw):
     assert len(spec.key) == 12
 
 
+@pytest.mark.fast
 def test_known_pins():
     assert parse_spec(REPO / "envs/megengine.yml").python == "3.10"
     assert "numpy<2" in parse_spec(REPO / "envs/mindspore.yml").pip
@@ -105,6 +107,7 @@ def test_stdlib_reader_refuses_what_it_cannot_read(tmp_path, text, line):
     assert str(e.value).startswith(f"{f}:{line}: ") and "\n" not in str(e.value)
 
 
+@pytest.mark.fast
 def test_cache_dir_matches_platformdirs(monkeypatch):
     import platformdirs
     monkeypatch.delenv("FRAMEVAL_CACHE_DIR", raising=False)
@@ -112,12 +115,14 @@ def test_cache_dir_matches_platformdirs(monkeypatch):
     assert str(paths.user_data_dir()) == platformdirs.user_data_dir("frameval")
 
 
+@pytest.mark.fast
 def test_env_location_is_keyed_by_spec():
     spec = parse_spec(REPO / "envs/torch.yml")
     env = envs.env_for(spec, envs.BACKENDS["venv"])
     assert env.prefix.parent == paths.envs_dir() and env.prefix.name.endswith(spec.key)
 
 
+@pytest.mark.fast
 def test_find_python_skips_missing_versions():
     assert envs.find_python("2.0") is None
     import sys
@@ -149,6 +154,7 @@ def test_env_build_failure_is_reported(tmp_path, monkeypatch):
     assert not envs.env_for(parse_spec(f), envs.BACKENDS["venv"]).ready
 
 
+@pytest.mark.fast
 def test_per_user_folders_live_in_a_stdlib_module():
     from frameval import paths as stdlib_paths
     assert paths.user_cache_dir is stdlib_paths.user_cache_dir and paths.envs_dir is stdlib_paths.envs_dir
@@ -163,7 +169,8 @@ def test_pre_bootstrap_code_needs_no_numpy(tmp_path):
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
     py = str(bare / "bin" / "python")
     code = ("import sys; import frameval.cli, frameval.bootstrap, frameval.envs, frameval.envspec, frameval.paths, "
-            "frameval.plan; bad = [m for m in sys.modules if m.split('.')[0] in ('numpy', 'frameval.nb') "
+            "frameval.plan, frameval.files, frameval.locks, frameval.testtools; "
+            "bad = [m for m in sys.modules if m.split('.')[0] in ('numpy', 'yaml', 'filelock') "
             "or m.startswith('frameval.nb')]; assert not bad, bad; import numpy")
     p = subprocess.run([py, "-c", code], cwd=REPO, capture_output=True, text=True)
     assert "No module named 'numpy'" in p.stderr, p.stderr  # the bare Python really has no numpy
@@ -184,6 +191,7 @@ def test_env_backend_conda_without_conda_is_bad_input(tmp_path):
     assert shutil.which("conda") is None
 
 
+@pytest.mark.fast
 def test_kernel_json_of_built_envs_writes_bytecode(tmp_path, monkeypatch):
     """uv installs no .pyc: kernels of frameval's own envs write them at first
     import (PYTHONDONTWRITEBYTECODE emptied); a user's environment is left as it is."""
@@ -197,6 +205,7 @@ def test_kernel_json_of_built_envs_writes_bytecode(tmp_path, monkeypatch):
     assert "PYTHONDONTWRITEBYTECODE" not in k["env"] and k["metadata"]["frameval"]["provided_by_user"]
 
 
+@pytest.mark.fast
 def test_spec_pins():
     assert envs.spec_pin(parse_spec(REPO / "envs/torch.yml")) == "torch==2.13.0"
     assert envs.spec_pin(parse_spec(REPO / "envs/paddle.yml")).startswith("paddlepaddle==")

@@ -80,7 +80,8 @@ def test_test_command_options():
     from frameval.bootstrap import parse_test_args
     assert parse_test_args(["--fast", "--env-backend=venv", "-x", "tests/test_plan.py"]) == (
         True, "venv", ["-x", "tests/test_plan.py"])
-    assert parse_test_args(["-k", "fast"]) == (False, "auto", ["-k", "fast"])
+    import os
+    assert parse_test_args(["-k", "fast"]) == (False, os.environ.get("FRAMEVAL_ENV_BACKEND", "auto"), ["-k", "fast"])
     p = run_all("test", "--env-backend", "bogus")
     assert p.returncode == 2 and p.stderr.strip() == "frameval: error: test --env-backend 'bogus': choose auto, conda or venv"
 

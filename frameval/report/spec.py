@@ -3,14 +3,13 @@ and the spec's parameter counts live in `frameval/workloads.py`; this module
 adds only what the report needs besides (display names, packages, settings)."""
 from __future__ import annotations
 
-from ..workloads import FRAMEWORKS as _DEFAULT, LSTM_TWO_BIAS_COUNT, MODES, OPT_IN_FRAMEWORKS, WORKLOADS  # noqa: F401
+from ..workloads import DISPLAY_NAMES as FRAMEWORK_NAMES
+from ..workloads import FRAMEWORKS as _DEFAULT
+from ..workloads import LSTM_TWO_BIAS_COUNT, MODES, OPT_IN_FRAMEWORKS, WORKLOADS  # noqa: F401 - the report's names
 from ..workloads import SPEC_PARAM_COUNTS as PARAM_COUNTS
 
 # Report order: the default matrix's frameworks, then the opt-in ones.
 FRAMEWORKS = _DEFAULT + OPT_IN_FRAMEWORKS
-
-FRAMEWORK_NAMES = {"torch": "PyTorch", "tensorflow": "TensorFlow", "paddle": "PaddlePaddle",
-                   "mindspore": "MindSpore", "megengine": "MegEngine", "mxnet": "MXNet", "jax": "JAX"}
 # The pip package that carries each framework's version, to pick out of a freeze.
 FRAMEWORK_PACKAGES = {"torch": ("torch",), "tensorflow": ("tensorflow", "tensorflow-cpu", "keras"),
                       "paddle": ("paddlepaddle", "paddlepaddle-gpu"), "mindspore": ("mindspore",),
