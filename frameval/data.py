@@ -155,7 +155,7 @@ def _save(path: Path, meta: dict, **arrays) -> Path:
     import numpy as np
     path.parent.mkdir(parents=True, exist_ok=True)
     meta = {**meta, "sha256": _sha(*arrays.values())}
-    with replacing(path) as tmp:
+    with replacing(path, keep_suffix=True) as tmp:
         np.savez(tmp, **arrays)
     atomic_write_json(path.with_suffix(".json"), meta)
     return path

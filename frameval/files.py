@@ -34,14 +34,17 @@ OUT_LOCK = ".frameval.lock"
 
 
 @contextlib.contextmanager
-def replacing(path):
-    """Yield a temporary path beside `path` (same suffix, so tools that append
-    one, like numpy's savez, keep its name); once the block has written it, it
+def replacing(path, keep_suffix: bool = False):
+    """Yield a temporary path beside `path`; once the block has written it, it
     replaces `path` in one step. On an error the temporary file is removed and
-    `path` is left as it was."""
+    `path` is left as it was. The temporary name ends in `.tmp`, so that a
+    reader's glob (`*/*/result.json`, `environments/*.json`) never picks up one
+    left by a killed writer; `keep_suffix` keeps the suffix instead, for tools
+    that append theirs (numpy's savez adds `.npz` to a name without it)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")
+    tail = f".tmp{path.suffix}" if keep_suffix else f"{path.suffix}.tmp"
+    tmp = path.with_name(f".{path.stem}.{os.getpid()}{tail}")
     try:
         yield tmp
         os.replace(tmp, path)

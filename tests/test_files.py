@@ -24,10 +24,15 @@ def test_atomic_write_replaces_whole_or_not_at_all(tmp_path):
     assert sorted(x.name for x in p.parent.iterdir()) == ["result.json"]  # no temporary file left
 
 
+def test_temporary_names_match_no_reader_glob(tmp_path):
+    with files.replacing(tmp_path / "environments" / "torch.json") as tmp:
+        assert not tmp.match("*.json") and tmp.name.startswith(".")
+
+
 def test_replacing_keeps_the_suffix_numpy_needs(tmp_path):
     import numpy as np
     p = tmp_path / "cache.npz"
-    with files.replacing(p) as tmp:
+    with files.replacing(p, keep_suffix=True) as tmp:
         np.savez(tmp, x=np.arange(3))  # savez appends .npz unless the name ends with it
     assert np.load(p)["x"].tolist() == [0, 1, 2] and [x.name for x in tmp_path.iterdir()] == ["cache.npz"]
 
