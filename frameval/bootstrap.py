@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from .envs import EnvBuildError, choose_backend, ensure_env, env_for, jupyter_env, register_kernel
-from .envspec import parse_spec
+from .envspec import SpecError, parse_spec
 from .plan import REPO
 
 RUNNER_SPEC = REPO / "environment.yml"
@@ -33,9 +33,13 @@ def ensure_runner(argv, backend: str = "auto", script: Path | str | None = None,
     into it: `script` (default run_all.py) with `argv`. When the runner env
     must be built, the framework environments in `prebuild` ((framework,
     device) pairs) are built beside it, in parallel, rather than after it."""
-    if inside_runner(backend) or os.environ.get("FRAMEVAL_NO_BOOTSTRAP"):
-        return
-    spec = parse_spec(RUNNER_SPEC)
+    try:
+        if inside_runner(backend) or os.environ.get("FRAMEVAL_NO_BOOTSTRAP"):
+            return
+        spec = parse_spec(RUNNER_SPEC)
+    except SpecError as e:  # e.g. a layout the bare-Python reader refuses: one line, before anything builds
+        print(f"frameval: error: {e}", file=sys.stderr)
+        sys.exit(2)
     say = lambda m: print(f"frameval: {m}", flush=True)  # noqa: E731
     b = choose_backend(backend)
     try:
