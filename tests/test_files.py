@@ -27,6 +27,7 @@ def test_atomic_write_replaces_whole_or_not_at_all(tmp_path):
 def test_temporary_names_match_no_reader_glob(tmp_path):
     with files.replacing(tmp_path / "environments" / "torch.json") as tmp:
         assert not tmp.match("*.json") and tmp.name.startswith(".")
+        tmp.write_text("{}")
 
 
 def test_replacing_keeps_the_suffix_numpy_needs(tmp_path):
