@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from .envs import EnvBuildError, choose_backend, ensure_env, env_for, jupyter_env, register_kernel
-from .envspec import parse_spec
+from .envspec import SpecError, parse_spec
 from .plan import REPO
 
 RUNNER_SPEC = REPO / "environment.yml"
@@ -33,9 +33,13 @@ def ensure_runner(argv, backend: str = "auto", script: Path | str | None = None,
     into it: `script` (default run_all.py) with `argv`. When the runner env
     must be built, the framework environments in `prebuild` ((framework,
     device) pairs) are built beside it, in parallel, rather than after it."""
-    if inside_runner(backend) or os.environ.get("FRAMEVAL_NO_BOOTSTRAP"):
-        return
-    spec = parse_spec(RUNNER_SPEC)
+    try:
+        if inside_runner(backend) or os.environ.get("FRAMEVAL_NO_BOOTSTRAP"):
+            return
+        spec = parse_spec(RUNNER_SPEC)
+    except SpecError as e:  # e.g. a layout the bare-Python reader refuses: one line, before anything builds
+        print(f"frameval: error: {e}", file=sys.stderr)
+        sys.exit(2)
     say = lambda m: print(f"frameval: {m}", flush=True)  # noqa: E731
     b = choose_backend(backend)
     try:
@@ -79,7 +83,7 @@ def bootstrap_script(script: str | Path, argv=None, backend: str | None = None) 
     needed), as run_all.py does. `--env-backend X` in argv chooses the backend."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if backend is None:
-        backend = "auto"
+        backend = os.environ.get("FRAMEVAL_ENV_BACKEND", "auto")
         for i, a in enumerate(argv):
             if a == "--env-backend" and i + 1 < len(argv):
                 backend = argv[i + 1]
@@ -98,12 +102,42 @@ def register_runner_kernel(backend: str = "auto"):
     register_kernel(env, RUNNER_KERNEL, "frameval · runner (collector)")
 
 
-def run_tests(pytest_args) -> int:
-    ensure_runner(["test", *pytest_args])
+TEST_USAGE = ("usage: run_all.py test [--fast] [--env-backend auto|conda|venv] [pytest args]\n"
+              "  --fast   the unit-level tests only (pytest -m fast, under 2 minutes); without it, the whole suite (CI)")
+
+
+def parse_test_args(argv) -> tuple:
+    """`run_all.py test`'s own options, before the pytest arguments: (fast, backend, pytest args)."""
+    fast, backend, rest = False, os.environ.get("FRAMEVAL_ENV_BACKEND", "auto"), list(argv)
+    while rest and rest[0] in ("--fast", "--env-backend") or rest and rest[0].startswith("--env-backend="):
+        opt = rest.pop(0)
+        if opt == "--fast":
+            fast = True
+            continue
+        value = opt.split("=", 1)[1] if "=" in opt else (rest.pop(0) if rest else "")
+        if value not in ("auto", "conda", "venv"):
+            print(f"frameval: error: test --env-backend {value!r}: choose auto, conda or venv", file=sys.stderr)
+            sys.exit(2)
+        backend = value
+    return fast, backend, rest
+
+
+def run_tests(argv) -> int:
+    """`python3 run_all.py test`: the runner env (built with --env-backend's
+    backend), the system browser (a printed setup step), then pytest."""
+    if argv[:1] in (["-h"], ["--help"]):
+        print(TEST_USAGE + "\n(pytest's own options follow)\n", flush=True)
+    fast, backend, pytest_args = parse_test_args(argv)
+    ensure_runner(["test", *argv], backend=backend)
+    if not fast:  # the fast loop has no browser test
+        from .testtools import ensure_browser
+        ensure_browser(lambda m: print(m, flush=True))
     os.chdir(REPO)
     env = jupyter_env()
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")]))
-    os.execve(sys.executable, [sys.executable, "-m", "pytest", *(pytest_args or ["tests"])], env)
+    env["FRAMEVAL_ENV_BACKEND"] = backend  # what the tests' own run_all.py calls use
+    cmd = [sys.executable, "-m", "pytest", *(["-m", "fast"] if fast else []), *(pytest_args or ["tests"])]
+    os.execve(sys.executable, cmd, env)
 
 
 def run_bench(argv) -> int:

@@ -26,7 +26,7 @@ EPILOG = """examples:
   python3 run_all.py --profile full --data-dir ~/mnist --lang zh --title "评测报告"
   python3 run_all.py --report-only --from reports/a --from reports/b --out reports/merged
   python3 run_all.py --frameworks torch --python torch=~/venvs/torch/bin/python   your own environment
-  python3 run_all.py test                             the test suite
+  python3 run_all.py test                             the test suite (CI); test --fast: the unit-level tests
   python3 run_all.py lab                              JupyterLab on notebooks/ with every kernel
   python3 run_all.py bench overhead                   a benchmark (bench/), in the runner environment
 """
@@ -73,15 +73,19 @@ def parser() -> argparse.ArgumentParser:
                    help="folder with the four MNIST IDX files: use the full MNIST (sets dataset=full)")
     p.add_argument("--download-mnist", action="store_true",
                    help="download the full MNIST IDX files (MD5-checked) into the data cache and use them")
-    p.add_argument("--env-backend", default="auto",
+    p.add_argument("--env-backend", default=os.environ.get("FRAMEVAL_ENV_BACKEND", "auto"),
                    help="auto (conda/mamba if on PATH, else venv), conda or venv; for every environment, the "
-                        "runner's included. venv installs with uv (pip where uv cannot be had; "
-                        "FRAMEVAL_INSTALLER=pip forces pip)")
+                        "runner's included (default $FRAMEVAL_ENV_BACKEND, else auto). venv installs with uv "
+                        "(pip where uv cannot be had; FRAMEVAL_INSTALLER=pip forces pip)")
     p.add_argument("--python", dest="pythons", action="append", default=[], metavar="FW=PYTHON",
                    help="run framework FW in an environment you already have, e.g. torch=~/venvs/t/bin/python "
                         "(repeatable). The framework must import there; frameval adds only ipykernel and numpy "
                         "if they are missing, registers a kernel and records the environment's pip freeze")
-    s = p.add_argument_group("Slurm (--executor slurm; docs/slurm.md)")
+    slurm_options(p.add_argument_group("Slurm (--executor slurm; docs/slurm.md)"))
+    return p
+
+
+def slurm_options(s) -> None:
     s.add_argument("--executor", default="local",
                    help="local (default: one run after another on this machine) or slurm (the runs that must "
                         "execute as one Slurm job array, submitted with submitit; environments must be on a "
@@ -100,7 +104,6 @@ def parser() -> argparse.ArgumentParser:
                    help="share nodes with other jobs")
     s.add_argument("--slurm-extra", action="append", default=[], metavar="KEY=VALUE",
                    help="any other sbatch option, e.g. --slurm-extra constraint=a100 (repeatable)")
-    return p
 
 
 SLURM_SET = {"partition": "--slurm-partition", "time": "--slurm-time", "gpus-per-task": "--slurm-gpus-per-task",

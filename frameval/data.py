@@ -14,11 +14,11 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-import os
 import struct
 import urllib.request
 from pathlib import Path
 
+from .files import atomic_write_json, replacing
 from .paths import data_cache_dir
 
 IDX_FILES = {
@@ -131,14 +131,12 @@ def download_mnist(dest, mirror: str = DEFAULT_MIRROR, checksums: dict = IDX_MD5
         target = dest / name
         if target.exists() and md5(target) == checksums[name]:
             continue
-        tmp = target.with_suffix(".part")
-        with urllib.request.urlopen(mirror.rstrip("/") + "/" + name, timeout=60) as r, open(tmp, "wb") as f:
-            f.write(r.read())
-        got = md5(tmp)
-        if got != checksums[name]:
-            tmp.unlink()
-            raise DataError(f"{name}: MD5 {got} does not match the expected {checksums[name]}")
-        os.replace(tmp, target)
+        with replacing(target) as tmp:  # a mismatch raises: the partial download is removed
+            with urllib.request.urlopen(mirror.rstrip("/") + "/" + name, timeout=60) as r, open(tmp, "wb") as f:
+                f.write(r.read())
+            got = md5(tmp)
+            if got != checksums[name]:
+                raise DataError(f"{name}: MD5 {got} does not match the expected {checksums[name]}")
     return dest
 
 
@@ -157,12 +155,9 @@ def _save(path: Path, meta: dict, **arrays) -> Path:
     import numpy as np
     path.parent.mkdir(parents=True, exist_ok=True)
     meta = {**meta, "sha256": _sha(*arrays.values())}
-    tmp = path.with_name(path.stem + f".{os.getpid()}.tmp.npz")
-    np.savez(tmp, **arrays)
-    os.replace(tmp, path)
-    jtmp = path.with_suffix(f".{os.getpid()}.json.tmp")
-    jtmp.write_text(json.dumps(meta, indent=1))
-    os.replace(jtmp, path.with_suffix(".json"))
+    with replacing(path, keep_suffix=True) as tmp:
+        np.savez(tmp, **arrays)
+    atomic_write_json(path.with_suffix(".json"), meta)
     return path
 
 

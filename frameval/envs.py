@@ -38,7 +38,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .envspec import EnvSpec, SpecError, parse_spec
+from .files import atomic_write
+from .locks import file_lock
 from .paths import envs_dir, user_cache_dir
+from .workloads import DISPLAY_NAMES
 
 REPO = Path(__file__).resolve().parent.parent
 # FRAMEVAL_ENV_SPECS points at another folder of <fw>.yml specs (custom pins; the tests' broken env).
@@ -320,7 +323,7 @@ def _bootstrap_uv() -> Path:
     exe = _tools_uv()
     root = exe.parent.parent
     root.parent.mkdir(parents=True, exist_ok=True)
-    with _file_lock(root.with_suffix(".lock")):
+    with file_lock(root.with_suffix(".lock")):
         if _uv_works(exe):
             return exe
         tmp = root.with_name(f"uv.tmp{os.getpid()}")
@@ -601,7 +604,7 @@ def ensure_env(spec: EnvSpec, backend: Backend, echo=print, announce: bool = Tru
         return env
     env.prefix.parent.mkdir(parents=True, exist_ok=True)
     lock = env.prefix.with_suffix(".lock")
-    with _file_lock(lock):
+    with file_lock(lock):
         if env.ready:  # another process built it while we waited
             return env
         if env.prefix.exists():
@@ -623,7 +626,7 @@ def ensure_env(spec: EnvSpec, backend: Backend, echo=print, announce: bool = Tru
         info = {"spec": spec.name, "key": spec.key, "backend": backend.NAME, "installer": installer,
                 "python": spec.python, "build_s": round(time.perf_counter() - t0, 1),
                 "built": time.strftime("%Y-%m-%dT%H:%M:%S")}
-        _atomic_write(env.prefix / MARKER, json.dumps(info, indent=1))
+        atomic_write(env.prefix / MARKER, json.dumps(info, indent=1))
         say(f"built {spec.name} with {installer} in {info['build_s']} s")
         env.built_now = True
     return env
@@ -651,30 +654,6 @@ def _tail(path: Path, n: int = 12) -> str:
         return "\n".join(path.read_text(errors="replace").splitlines()[-n:])
     except OSError:
         return ""
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
-class _file_lock:
-    """An exclusive flock, so two runners never build the same env at once."""
-
-    def __init__(self, path: Path):
-        self.path = path
-
-    def __enter__(self):
-        import fcntl
-        self.f = open(self.path, "w")
-        fcntl.flock(self.f, fcntl.LOCK_EX)
-        return self
-
-    def __exit__(self, *exc):
-        import fcntl
-        fcntl.flock(self.f, fcntl.LOCK_UN)
-        self.f.close()
 
 
 # --------------------------------------------------------------------- kernels
@@ -710,7 +689,7 @@ def register_kernel(env: Env, name: str, display: str, extra_env: dict | None = 
         "metadata": {"frameval": {"env": str(env.prefix), "spec": env.spec.name, "key": env.spec.key,
                                   "provided_by_user": env.provided_by_user}},
     }
-    _atomic_write(kdir / "kernel.json", json.dumps(spec, indent=1))
+    atomic_write(kdir / "kernel.json", json.dumps(spec, indent=1))
     return kdir
 
 
@@ -727,8 +706,7 @@ def registered_kernels() -> list[str]:
     return sorted(p.name for p in kdir.iterdir() if (p / "kernel.json").exists()) if kdir.is_dir() else []
 
 
-DISPLAY = {"torch": "PyTorch", "tensorflow": "TensorFlow", "paddle": "PaddlePaddle",
-           "mindspore": "MindSpore", "megengine": "MegEngine", "mxnet": "MXNet"}
+DISPLAY = DISPLAY_NAMES
 
 
 def _kernel_extra(framework: str, device: str) -> dict:

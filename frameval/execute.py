@@ -27,8 +27,8 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import files, results
 from . import notebook as nbfile
-from . import results
 from .envs import jupyter_env
 from .paths import data_cache_dir
 from .plan import REPO, Run
@@ -298,23 +298,28 @@ def start_papermill(input_path, output_path, params: dict, kernel: str, cwd, log
 
 
 def execute(run: Run, d: Path, kernel: str, parts: dict, timeout: float | None = None,
-            start_timeout: int = 120, env_fields: dict | None = None) -> Outcome:
+            start_timeout: int = 120, env_fields: dict | None = None, extra: dict | None = None) -> Outcome:
     """Run the notebook into `d` (output.ipynb, result.json). Never raises for a
     notebook failure: it is recorded in result.json. `env_fields` are added to
-    result["environment"] (where the environment came from)."""
+    result["environment"] (where the environment came from), `extra` to the
+    result itself (the Slurm node, under "slurm").
+
+    The runner's one write of a run's result.json after the run: the kernel's
+    record completed with what only the runner knows (cache key, wall time,
+    environment), or a failure record where the kernel wrote none."""
     d.mkdir(parents=True, exist_ok=True)
-    for stale in (results.RESULT, results.PARTIAL):
+    for stale in (files.RESULT, files.PARTIAL):
         try:
             (d / stale).unlink()
         except OSError:
             pass
     # A rerun in the same folder would otherwise find the last run's compile
     # caches (torch inductor's made a 42 s LeNet run take 10 s): start cold.
-    shutil.rmtree(d / results.WORK, ignore_errors=True)
+    shutil.rmtree(d / files.WORK, ignore_errors=True)
     params = dict(run.params, out_dir=str(d))
     load_papermill()  # once per invocation, outside the run's clock
     t0 = time.perf_counter()
-    proc = start_papermill(run.notebook, d / "output.ipynb", params, kernel, d, d / "papermill.log", start_timeout)
+    proc = start_papermill(run.notebook, d / files.OUTPUT_NB, params, kernel, d, d / files.PAPERMILL_LOG, start_timeout)
     _current["proc"] = proc
     err_type = err_msg = None
     try:
@@ -330,24 +335,22 @@ def execute(run: Run, d: Path, kernel: str, parts: dict, timeout: float | None =
         proc.kill()  # the kernel's group too, if the child was gone first
         err_type, err_msg = "Interrupted", "the runner was interrupted (SIGINT/SIGTERM) during this run"
     res = results.read_result(d / results.RESULT) if (d / results.RESULT).exists() else None
-    if err_type is None and proc.returncode == 0 and res and res.get("status") in ("ok", "failed", "check_failed"):
-        res.update(cache_parts=parts, cache_key=cache_key(parts), wall_s=round(secs, 2),
-                   executed=time.strftime("%Y-%m-%dT%H:%M:%S"))
-        if env_fields:
-            res.setdefault("environment", {}).update(env_fields)
-        res.pop("reused", None)
-        results.write_result(d, res)
-        return Outcome(res["status"], secs, "" if res["status"] == "ok" else res.get("error", {}).get("message", ""))
-    if err_type is None:
-        err_type, err_msg, tb = notebook_error(d / "output.ipynb", d / "papermill.log", proc.returncode)
-    else:
-        tb = _tail(d / "papermill.log")
-    rec = results.failure_record(run, err_type, err_msg, tb, results.load_partial(d))
-    rec.update(cache_parts=parts, cache_key=cache_key(parts), wall_s=round(secs, 2),
+    finished = bool(err_type is None and proc.returncode == 0 and res
+                    and res.get("status") in ("ok", "failed", "check_failed"))
+    if not finished:
+        if err_type is None:
+            err_type, err_msg, tb = notebook_error(d / files.OUTPUT_NB, d / files.PAPERMILL_LOG, proc.returncode)
+        else:
+            tb = _tail(d / files.PAPERMILL_LOG)
+        res = results.failure_record(run, err_type, err_msg, tb, results.load_partial(d))
+    res.update(extra or {}, cache_parts=parts, cache_key=cache_key(parts), wall_s=round(secs, 2),
                executed=time.strftime("%Y-%m-%dT%H:%M:%S"))
     if env_fields:
-        rec.setdefault("environment", {}).update(env_fields)
-    results.write_result(d, rec)
+        res.setdefault("environment", {}).update(env_fields)
+    res.pop("reused", None)
+    results.write_result(d, res)
+    if finished:
+        return Outcome(res["status"], secs, "" if res["status"] == "ok" else res.get("error", {}).get("message", ""))
     if err_type == "Interrupted":
         raise Interrupted()
     return Outcome("failed", secs, f"{err_type}: {err_msg}")

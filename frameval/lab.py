@@ -21,10 +21,10 @@ import json
 import os
 import re
 import shlex
-import shutil
 import sys
 from pathlib import Path
 
+from . import files
 from .paths import hand_runs_dir, lab_dir
 from .plan import REPO, PlanError, split_list
 from .workloads import FRAMEWORKS, canonical_framework
@@ -41,7 +41,7 @@ def parser():
     p.add_argument("--ip", default="127.0.0.1", help="address to bind (default 127.0.0.1, loopback only)")
     p.add_argument("--port", type=int, default=8888, help="port (default 8888; the next free one is used if taken)")
     p.add_argument("--no-browser", action="store_true", help="do not open a browser")
-    p.add_argument("--env-backend", default="auto", help="auto, conda or venv")
+    p.add_argument("--env-backend", default=os.environ.get("FRAMEVAL_ENV_BACKEND", "auto"), help="auto, conda or venv")
     return p
 
 
@@ -104,10 +104,7 @@ def _sha(path: Path) -> str:
 
 
 def _copy(src: Path, dst: Path):
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
-    shutil.copyfile(src, tmp)
-    os.replace(tmp, dst)
+    files.atomic_copy(src, dst)
 
 
 def sync_notebooks(src: Path | None = None, dst: Path | None = None, echo=print) -> Path:
@@ -143,9 +140,7 @@ def sync_notebooks(src: Path | None = None, dst: Path | None = None, echo=print)
             refreshed.append(rel)
         elif copied.get(rel) != repo:      # edited here, and the repository's changed too
             kept.append(rel)
-    tmp = dst / f".{MANIFEST}.{os.getpid()}.tmp"
-    tmp.write_text(json.dumps(copied, indent=1, sort_keys=True))
-    os.replace(tmp, dst / MANIFEST)
+    files.atomic_write_json(dst / MANIFEST, copied, sort_keys=True)
     if new:
         echo(f"frameval: copied {len(new)} notebook(s) from the repository into {dst}")
     for rel in refreshed:
@@ -164,7 +159,7 @@ def prepare_hand_runs(echo=print) -> Path:
     from .nb.record import write_hand_plan
     hand = hand_runs_dir()
     write_hand_plan(hand)
-    old = [d for d in sorted(hand.glob("*/*/result.json")) if d.parts[-3] in FRAMEWORKS]
+    old = [d for d in sorted(hand.glob(f"*/*/{files.RESULT}")) if d.parts[-3] in FRAMEWORKS]
     if old:
         echo(f"frameval: {len(old)} hand run(s) of an older layout in {hand}/<framework>/ are not collected: "
              f"move {hand}/<framework> to {hand}/runs/<framework> to include them")
@@ -208,7 +203,7 @@ def result_paths(nb: dict) -> list:
                     line = line.strip()
                     m = _PATH_REPR.search(line)
                     cand = m.group(2) if m else line
-                    if cand.endswith("result.json") and cand not in found:
+                    if cand.endswith(files.RESULT) and cand not in found:
                         found.append(cand)
     return found
 
@@ -225,7 +220,7 @@ def post_save_hook(model=None, os_path=None, contents_manager=None, **_):
         for p in result_paths(nb):
             res = Path(p).resolve()
             if res.is_file() and root in res.parents:
-                _copy(Path(os_path), res.parent / "output.ipynb")
+                _copy(Path(os_path), res.parent / files.OUTPUT_NB)
                 if log:
                     log.info("frameval: %s saved beside its run in %s", os_path, res.parent)
     except Exception as e:  # noqa: BLE001 - a hook never fails a save

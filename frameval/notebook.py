@@ -1,5 +1,5 @@
 """Reading notebooks as files (standard library only): the parameters cell,
-tagged cells, output stripping, and a percent-format converter for authors.
+tagged cells, code size, whether outputs are saved.
 
 The cell contract every framework notebook follows (docs/notebooks.md):
 a Markdown teaching cell, then code cells tagged, in this order,
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 import json
-import re
 from pathlib import Path
 
 CELL_TAGS = ("parameters", "setup", "data", "model", "check", "train", "evaluate", "record")
@@ -76,61 +75,3 @@ def count_code_lines(nb, tags_=("model", "train")) -> int:
 
 def has_outputs(nb) -> bool:
     return any(c.get("outputs") or c.get("execution_count") for c in code_cells(nb))
-
-
-def strip_outputs(nb) -> dict:
-    for c in code_cells(nb):
-        c["outputs"] = []
-        c["execution_count"] = None
-    return nb
-
-
-# ----------------------------------------------------------------- authoring
-def from_percent(text: str, kernel: str, display: str, python: str = "3.11") -> dict:
-    """Build a notebook from percent format: cells start with `# %% [tag]` (code,
-    tagged) or `# %% [markdown]`; markdown lines keep a leading `# ` stripped."""
-    cells = []
-    for chunk in re.split(r"^# %%", text, flags=re.M)[1:]:
-        head, _, body = chunk.partition("\n")
-        m = re.match(r"\s*\[([\w-]+)\]", head)
-        tag = m.group(1) if m else None
-        body = body.strip("\n")
-        if tag == "markdown":
-            lines = [line[2:] if line.startswith("# ") else line.lstrip("#") for line in body.splitlines()]
-            cells.append({"cell_type": "markdown", "id": f"c{len(cells)}", "metadata": {},
-                          "source": _lines("\n".join(lines))})
-        else:
-            cells.append({"cell_type": "code", "id": tag or f"c{len(cells)}", "execution_count": None,
-                          "metadata": {"tags": [tag] if tag else []},
-                          "outputs": [], "source": _lines(body)})
-    return {"cells": cells, "metadata": {
-        "kernelspec": {"display_name": display, "language": "python", "name": kernel},
-        "language_info": {"name": "python", "version": python}}, "nbformat": 4, "nbformat_minor": 5}
-
-
-def _lines(s: str) -> list:
-    parts = s.splitlines(keepends=True)
-    return parts
-
-
-def write(nb: dict, path) -> None:
-    Path(path).write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
-
-
-def to_percent(nb: dict) -> str:
-    """Inverse of from_percent, for editing a notebook as text."""
-    out = []
-    for c in nb["cells"]:
-        if c["cell_type"] == "markdown":
-            out.append("# %% [markdown]\n" + "\n".join("# " + l if l else "#" for l in source(c).splitlines()))
-        else:
-            t = tags(c)
-            out.append(f"# %% [{t[0]}]\n" + source(c) if t else "# %%\n" + source(c))
-    return "\n\n".join(out) + "\n"
-
-
-if __name__ == "__main__":  # python -m frameval.notebook SRC.py OUT.ipynb KERNEL "Display"
-    import sys
-    src, dst, kernel, display = sys.argv[1:5]
-    py = sys.argv[5] if len(sys.argv) > 5 else "3.11"
-    write(from_percent(Path(src).read_text(), kernel, display, py), dst)

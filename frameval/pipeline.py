@@ -8,6 +8,7 @@ on; SIGINT/SIGTERM kill the current run, record it, and still write the report
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import statistics
@@ -16,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import __version__, envs, execute, results
+from . import __version__, envs, execute, files, locks, results
 from .plan import REPO
 
 EXIT_FAILED, EXIT_INTERRUPTED, EXIT_BUSY = 1, 130, 2
@@ -35,32 +36,25 @@ def git_commit() -> str:
         return "unknown"
 
 
-class OutLock:
-    """One invocation per output folder at a time."""
-
-    def __init__(self, out: Path):
-        self.path = out / ".frameval.lock"
-
-    def __enter__(self):
-        import fcntl
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.f = open(self.path, "a+")
+@contextlib.contextmanager
+def out_lock(out: Path):
+    """One invocation per output folder at a time; a second one exits at once
+    (EXIT_BUSY), naming the holder's pid (kept beside the lock: filelock
+    truncates the lock file itself when it tries to take it)."""
+    path, pid_file = out / files.OUT_LOCK, out / (files.OUT_LOCK + ".pid")
+    with contextlib.ExitStack() as held:
         try:
-            fcntl.flock(self.f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            self.f.seek(0)
-            print(f"frameval: error: another frameval run is using {self.path.parent} "
-                  f"(lock {self.path}, held by pid {self.f.read().strip() or '?'}); wait for it or use another --out",
-                  file=sys.stderr)
+            held.enter_context(locks.file_lock(path, wait=False))
+        except locks.Busy:
+            try:
+                pid = pid_file.read_text().strip()
+            except OSError:
+                pid = "?"
+            print(f"frameval: error: another frameval run is using {out} "
+                  f"(lock {path}, held by pid {pid}); wait for it or use another --out", file=sys.stderr)
             sys.exit(EXIT_BUSY)
-        self.f.seek(0)
-        self.f.truncate()
-        self.f.write(str(os.getpid()))
-        self.f.flush()
-        return self
-
-    def __exit__(self, *exc):
-        self.f.close()
+        files.atomic_write(pid_file, str(os.getpid()))
+        yield
 
 
 class Pipeline:
@@ -77,7 +71,7 @@ class Pipeline:
         a = self.args
         if a.dry_run:
             return self.dry_run()
-        with OutLock(self.out):
+        with out_lock(self.out):
             if a.report_only:
                 from . import slurm  # jobs that ended after an --executor slurm runner was gone
                 slurm.finalize_folders(a.sources or [str(self.out)], say=self.say)
@@ -118,7 +112,7 @@ class Pipeline:
                 "profile_notes": notes, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                 "frameval_version": __version__, "git_commit": git_commit(),
                 "runs": [r.name for r in self.runs if r.repeat == 1]}
-        results.atomic_write_json(self.out / "plan.json", plan)
+        files.atomic_write_json(self.out / files.PLAN, plan)
 
     def prepare_data(self):
         from . import data
@@ -139,7 +133,7 @@ class Pipeline:
                 self.say(f"frameval: environment {fw} FAILED to build: {str(env).splitlines()[0]}")
                 return
             spec = env.spec
-            results.atomic_write_json(self.out / "environments" / f"{fw}.json", {
+            files.atomic_write_json(self.out / files.ENVIRONMENTS / f"{fw}.json", {
                 "framework": fw, "spec_name": spec.name, "spec_path": _rel(spec.path),
                 "spec_text": spec.text, "key": spec.key, "backend": env.backend, "python": spec.python,
                 "prefix": str(env.prefix), "freeze": env.freeze, "kernel": env.kernel, **env.info(),
@@ -197,29 +191,38 @@ class Pipeline:
             slurm.dry_run(self, n_execute)
         return 0
 
+    def triage(self, i: int, run, env_by_fw) -> tuple:
+        """Run, reuse or fail: the decision both executors (local, slurm) make
+        for each planned run. Returns (label, run folder, env, cache-key parts,
+        Decision). Decision is None when the environment did not build (the run
+        is recorded as failed here); a Decision that does not execute has
+        marked the earlier result reused."""
+        d = results.run_dir(self.out, run.framework, run.workload, run.mode, run.device, run.repeat)
+        env = env_by_fw.get(run.framework)
+        label = f"[{i}/{len(self.runs)}] {run.name}" + ("" if run.repeat == 1 else f" repeat {run.repeat}")
+        if not isinstance(env, envs.Env):
+            results.write_result(d, results.failure_record(
+                run, "EnvBuildError", str(env).splitlines()[0] if env else "no env", str(env)))
+            self.say(f"{label}: failed (environment did not build)")
+            return label, d, env, None, None
+        parts = execute.key_parts(run, env.key_text)
+        dec = execute.decide(run, d, parts, self._forced(run))
+        if not dec.execute:
+            res = results.read_result(d / results.RESULT)
+            res["reused"] = True
+            results.write_result(d, res)
+            self.say(f"{label}: reused ({dec.why})")
+        return label, d, env, parts, dec
+
     def execute_all(self, env_by_fw) -> bool:
         n, done_s, executed, failed = len(self.runs), [], 0, False
         t_start = time.perf_counter()
         for i, run in enumerate(self.runs, 1):
             if self.interrupted:
                 break
-            d = results.run_dir(self.out, run.framework, run.workload, run.mode, run.device, run.repeat)
-            env = env_by_fw.get(run.framework)
-            label = f"[{i}/{n}] {run.name}" + ("" if run.repeat == 1 else f" repeat {run.repeat}")
-            if not isinstance(env, envs.Env):
-                rec = results.failure_record(run, "EnvBuildError", str(env).splitlines()[0] if env else "no env",
-                                             str(env))
-                results.write_result(d, rec)
-                self.say(f"{label}: failed (environment did not build)")
-                failed = True
-                continue
-            parts = execute.key_parts(run, env.key_text)
-            dec = execute.decide(run, d, parts, self._forced(run))
-            if not dec.execute:
-                res = results.read_result(d / results.RESULT)
-                res["reused"] = True
-                results.write_result(d, res)
-                self.say(f"{label}: reused ({dec.why})")
+            label, d, env, parts, dec = self.triage(i, run, env_by_fw)
+            if dec is None or not dec.execute:
+                failed |= dec is None
                 continue
             self.say(f"{label}: running ({dec.why}) ...")
             try:

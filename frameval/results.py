@@ -5,6 +5,7 @@ writing failure records for runs whose notebook did not finish.
 Layout of an output folder:
     <out>/runs/<framework>/<workload>-<mode>[-gpu]/result.json      (+ output.ipynb)
     <out>/runs/<framework>/<workload>-<mode>[-gpu]/r<k>/result.json (repeat k > 1)
+(the file names: frameval/files.py)
 
 Notebooks run by hand (JupyterLab, no out_dir) write the same layout into
 `paths.hand_runs_dir()`, with a plan.json, and "@name=value,..." (the
@@ -17,12 +18,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .nb.record import PARTIAL, RESULT, WORK, atomic_write_json
-
-WORKLOADS = ("lenet", "dcgan", "lstm")
-EPOCH_METRICS = {"lenet": ("train_loss", "train_acc", "test_loss", "test_acc"),
-                 "dcgan": ("gen_loss", "disc_loss"),
-                 "lstm": ("train_mse", "val_mse")}
+from .files import OUTPUT_NB, PARTIAL, RESULT, WORK, atomic_write_json
 
 
 def run_dir(out: Path, framework: str, workload: str, mode: str, device: str = "cpu", repeat: int = 1) -> Path:
@@ -57,11 +53,11 @@ def load_runs(*sources) -> list:
         if not root.is_dir():
             continue
         # Repeats (r2/, r3/ ...) are summarised in the first repeat's "repeats" list.
-        for res in sorted(root.glob("*/*/result.json")):
+        for res in sorted(root.glob(f"*/*/{RESULT}")):
             r = read_result(res)
             r["_dir"] = str(res.parent)
             r["_source"] = str(src)
-            nbp = res.parent / "output.ipynb"
+            nbp = res.parent / OUTPUT_NB
             r["_notebook"] = str(nbp) if nbp.exists() else None
             out.append(r)
     return out
@@ -92,5 +88,5 @@ def write_result(d: Path, result: dict) -> Path:
     return atomic_write_json(Path(d) / RESULT, result)
 
 
-__all__ = ["WORKLOADS", "EPOCH_METRICS", "run_dir", "read_result", "load_runs", "failure_record",
+__all__ = ["run_dir", "read_result", "load_runs", "failure_record",
            "load_partial", "write_result", "RESULT", "PARTIAL", "WORK"]

@@ -222,12 +222,7 @@ def run_on_node(task: dict) -> str:
     d = Path(task["dir"])
     info = node_info()
     outcome = execute.execute(task["run"], d, task["kernel"], task["parts"], timeout=task["timeout"],
-                              env_fields=task["env_fields"])
-    p = d / results.RESULT
-    if p.exists():
-        r = results.read_result(p)
-        r["slurm"] = dict(info, state="COMPLETED")
-        results.write_result(d, r)
+                              env_fields=task["env_fields"], extra={"slurm": dict(info, state="COMPLETED")})
     print(f"frameval: {task['run'].name} on {host}: {outcome.status} in {outcome.seconds:.1f} s", flush=True)
     return outcome.status
 
@@ -333,22 +328,9 @@ def execute_all(pipe, env_by_fw) -> bool:
     a, say, out = pipe.args, pipe.say, pipe.out
     n, failed, todo = len(pipe.runs), False, []
     for i, run in enumerate(pipe.runs, 1):
-        d = results.run_dir(out, run.framework, run.workload, run.mode, run.device, run.repeat)
-        env = env_by_fw.get(run.framework)
-        label = f"[{i}/{n}] {run.name}" + ("" if run.repeat == 1 else f" repeat {run.repeat}")
-        if not isinstance(env, envs.Env):
-            results.write_result(d, results.failure_record(
-                run, "EnvBuildError", str(env).splitlines()[0] if env else "no env", str(env)))
-            say(f"{label}: failed (environment did not build)")
-            failed = True
-            continue
-        parts = execute.key_parts(run, env.key_text)
-        dec = execute.decide(run, d, parts, pipe._forced(run))
-        if not dec.execute:
-            res = results.read_result(d / results.RESULT)
-            res["reused"] = True
-            results.write_result(d, res)
-            say(f"{label}: reused ({dec.why})")
+        label, d, env, parts, dec = pipe.triage(i, run, env_by_fw)
+        if dec is None or not dec.execute:
+            failed |= dec is None
             continue
         kernel = env.kernel or envs.kernel_name(run.framework, run.device)
         todo.append((label, run, d, {

@@ -12,6 +12,9 @@ FRAMEWORKS = ("torch", "tensorflow", "paddle", "mindspore", "megengine", "mxnet"
 # default matrix. Empty: JAX joined the default once the quick report of all
 # seven fitted in ten minutes on 2 cores.
 OPT_IN_FRAMEWORKS: tuple = ()
+# How the report and the kernels' display names write each framework.
+DISPLAY_NAMES = {"torch": "PyTorch", "tensorflow": "TensorFlow", "paddle": "PaddlePaddle", "mindspore": "MindSpore",
+                 "megengine": "MegEngine", "mxnet": "MXNet", "jax": "JAX"}
 ALIASES = {"flax": "jax", "pytorch": "torch", "tf": "tensorflow", "paddlepaddle": "paddle", "ms": "mindspore",
            "mge": "megengine", "mx": "mxnet"}
 WORKLOADS = ("lenet", "dcgan", "lstm")

@@ -10,6 +10,8 @@ from frameval import data
 from frameval.nb import batches, fixed_noise, init_weights, NoiseStream
 from frameval.nb.weights import count_trainable
 
+pytestmark = pytest.mark.fast
+
 
 def write_idx(path, arr, gz=True, magic=None):
     arr = np.asarray(arr, dtype=np.uint8)

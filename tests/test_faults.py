@@ -106,7 +106,7 @@ def test_second_invocation_on_same_folder_is_refused(tmp_path):
             break
     p = run_all(*SMALL, "--out", str(tmp_path))
     proc.communicate(timeout=300)
-    assert p.returncode == 2 and "another frameval run is using" in p.stderr
+    assert p.returncode == 2 and "another frameval run is using" in p.stderr and f"held by pid {proc.pid}" in p.stderr
 
 
 def test_repeats_and_merging_machines(tmp_path):

@@ -81,6 +81,7 @@ def test_peak_rss_delta_is_the_allocation(memory_run):
                                    f"(peak {r['peak_rss_mb']}, after import {r['rss_after_import_mb']})"
 
 
+@pytest.mark.fast
 def test_host_memory_needs_no_sampling_thread(tmp_path):
     before = threading.active_count()
     rec = Recorder("torch", "lenet", {"mode": "eager", "device": "cpu"}, out_dir=str(tmp_path), chdir=False)
@@ -123,6 +124,7 @@ def test_one_epoch_run_reports_only_a_first_epoch(memory_run):
     assert any("one epoch only" in n for n in r["notes"]), r["notes"]
 
 
+@pytest.mark.fast
 def test_stopwatch_syncs_before_each_clock_read():
     calls = []
     w = measure.Stopwatch(lambda: calls.append(time.perf_counter()))
@@ -133,6 +135,7 @@ def test_stopwatch_syncs_before_each_clock_read():
     assert len(calls) == 2 and s >= 0.01
 
 
+@pytest.mark.fast
 def test_recorder_syncs_and_resets_device_peak(tmp_path):
     events = []
     rec = Recorder("torch", "lenet", {"mode": "eager", "device": "cpu"}, out_dir=str(tmp_path), chdir=False)
@@ -179,6 +182,7 @@ class FakeNvml(types.SimpleNamespace):
 ME, OTHER = 4242, 9999
 
 
+@pytest.mark.fast
 def test_nvml_peak_from_per_process_samples():
     fake = FakeNvml([[(ME, 100 * MB), (OTHER, 5000 * MB)],
                      [(ME, 300 * MB), (OTHER, 7000 * MB)],
@@ -191,12 +195,14 @@ def test_nvml_peak_from_per_process_samples():
     assert probe.peak == 300  # other processes never counted
 
 
+@pytest.mark.fast
 def test_nvml_adds_compute_and_graphics_of_this_process():
     fake = FakeNvml([[(ME, 100 * MB)]], graphics=[(ME, 50 * MB), (OTHER, 900 * MB)])
     probe = measure.NvmlProbe(fake, pid=ME)
     assert probe.sample() == pytest.approx(150)
 
 
+@pytest.mark.fast
 def test_nvml_probe_thread_start_stop():
     fake = FakeNvml([[(ME, 10 * MB)], [(ME, 40 * MB)], [(ME, 25 * MB)]])
     probe = measure.NvmlProbe(fake, pid=ME, interval=0.005)
@@ -208,6 +214,7 @@ def test_nvml_probe_thread_start_stop():
     assert not any(t.name == "frameval-nvml" for t in threading.enumerate())
 
 
+@pytest.mark.fast
 def test_recorder_gpu_run_uses_nvml(tmp_path, monkeypatch):
     fake = FakeNvml([[(os.getpid(), 64 * MB)], [(os.getpid(), 512 * MB)], [(os.getpid(), 128 * MB)]])
     monkeypatch.setitem(sys.modules, "pynvml", fake)
@@ -221,6 +228,7 @@ def test_recorder_gpu_run_uses_nvml(tmp_path, monkeypatch):
     assert r["peak_device_mb"] == 123.4
 
 
+@pytest.mark.fast
 def test_no_gpu_records_not_available(tmp_path):
     rec = Recorder("torch", "lenet", {"mode": "eager", "device": "cpu"}, out_dir=str(tmp_path), chdir=False)
     assert type(rec._nvml) is measure.DeviceMemoryProbe
@@ -231,6 +239,7 @@ def test_no_gpu_records_not_available(tmp_path):
     assert r["peak_device_mb"] is None and r["peak_device_driver_mb"] is None
 
 
+@pytest.mark.fast
 def test_gpu_run_without_pynvml_records_not_available(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", None)  # import pynvml raises ImportError
     assert type(measure.nvml_probe("gpu")) is measure.DeviceMemoryProbe
@@ -242,6 +251,7 @@ def test_gpu_run_without_pynvml_records_not_available(tmp_path, monkeypatch):
     assert r["peak_device_driver_mb"] is None and r["peak_device_mb"] is None
 
 
+@pytest.mark.fast
 def test_gpu_run_with_broken_nvml_records_not_available(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", FakeNvml([[]], fail_init=True))
     rec = Recorder("torch", "lenet", {"mode": "eager", "device": "gpu"}, out_dir=str(tmp_path), chdir=False)
@@ -256,6 +266,7 @@ def test_gpu_run_with_broken_nvml_records_not_available(tmp_path, monkeypatch):
 FRAMEWORK_NOTEBOOKS = sorted((REPO / "notebooks").glob("*/*.ipynb"))  # notebooks/<fw>/<workload>.ipynb
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("path", FRAMEWORK_NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_notebook_gives_the_recorder_its_device_hooks(path):
     """Every framework notebook hands the recorder a device sync (called before

@@ -7,10 +7,12 @@ import pytest
 
 from frameval import notebook as nbfile
 from frameval.nb.params import WORKLOAD_PARAMS
+from frameval.workloads import FRAMEWORKS, OPT_IN_FRAMEWORKS, WORKLOADS
 from conftest import REPO
 
-FRAMEWORKS = ("torch", "tensorflow", "paddle", "mindspore", "megengine", "mxnet")
-NOTEBOOKS = [(fw, wl) for fw in FRAMEWORKS for wl in ("lenet", "dcgan", "lstm")]
+pytestmark = pytest.mark.fast
+
+NOTEBOOKS = [(fw, wl) for fw in FRAMEWORKS + OPT_IN_FRAMEWORKS for wl in WORKLOADS]
 
 
 def test_all_notebooks_exist():

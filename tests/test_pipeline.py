@@ -6,10 +6,9 @@ import math
 
 import pytest
 
-from frameval.workloads import SPEC_PARAM_COUNTS, LSTM_TWO_BIAS_COUNT
+from frameval.workloads import FRAMEWORKS, LSTM_TWO_BIAS_COUNT, MODES, SPEC_PARAM_COUNTS, WORKLOADS
 
-FRAMEWORKS = ("torch", "tensorflow", "paddle", "mindspore", "megengine", "mxnet")
-CASES = [(fw, wl, m) for fw in FRAMEWORKS for wl in ("lenet", "dcgan", "lstm") for m in ("graph", "eager")]
+CASES = [(fw, wl, m) for fw in FRAMEWORKS for wl in WORKLOADS for m in MODES]  # JAX: tests/test_jax.py
 LOSS_KEYS = {"lenet": ("train_loss", "test_loss"), "dcgan": ("gen_loss", "disc_loss"), "lstm": ("train_mse", "val_mse")}
 
 

@@ -7,6 +7,8 @@ import pytest
 from conftest import REPO, run_all
 from frameval.plan import PlanError, build_plan
 
+pytestmark = pytest.mark.fast
+
 
 def test_plan_matrix_and_overrides():
     runs = build_plan("torch,tf", "lenet,lstm", "both", "cpu", "quick", ["epochs=2", "lenet.lr=0.002"])
@@ -25,13 +27,14 @@ def test_full_profile_is_the_notebook_defaults():
 
 def test_quick_profile_is_equal_work():
     """Every framework gets the same samples, batch and epochs in the default run."""
-    from frameval.workloads import FRAMEWORKS
-    for wl in ("lenet", "dcgan", "lstm"):
+    from frameval.workloads import FRAMEWORKS, WORKLOADS
+    for wl in WORKLOADS:
         sizes = {tuple(sorted(build_plan(fw, wl, "graph", "cpu", "quick")[0].params.items())) for fw in FRAMEWORKS}
         assert len(sizes) == 1, (wl, sizes)
     lenet = build_plan("torch", "lenet", "graph", "cpu", "quick")[0].params
     assert lenet["max_train_samples"] == 0 and lenet["epochs"] >= 5  # all 4,000 digits
-    assert build_plan("torch", "lstm", "graph", "cpu", "quick")[0].params["epochs"] >= 20
+    # 15 LSTM epochs reach validation R^2 0.93 in every framework (measured; 0.96 at 20)
+    assert build_plan("torch", "lstm", "graph", "cpu", "quick")[0].params["epochs"] >= 15
 
 
 @pytest.mark.parametrize("args, message", [
@@ -71,6 +74,17 @@ def test_validation_needs_no_third_party_package():
             "from frameval.cli import main; main(['--frameworks', 'nope'])" % str(REPO))
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert p.returncode == 2 and "unknown framework 'nope'" in p.stderr
+
+
+def test_test_command_options():
+    """`run_all.py test`'s own options come before pytest's; a bad one exits 2 before any build."""
+    from frameval.bootstrap import parse_test_args
+    assert parse_test_args(["--fast", "--env-backend=venv", "-x", "tests/test_plan.py"]) == (
+        True, "venv", ["-x", "tests/test_plan.py"])
+    import os
+    assert parse_test_args(["-k", "fast"]) == (False, os.environ.get("FRAMEVAL_ENV_BACKEND", "auto"), ["-k", "fast"])
+    p = run_all("test", "--env-backend", "bogus")
+    assert p.returncode == 2 and p.stderr.strip() == "frameval: error: test --env-backend 'bogus': choose auto, conda or venv"
 
 
 def test_plan_error_type():

@@ -12,6 +12,15 @@ import pytest
 from frameval.nb import check, init_weights
 from frameval.nb import reference as R
 
+# The fast loop (run_all.py test --fast) takes the checks on LeNet and the LSTM
+# and the layer tests; the DCGAN checks (15-30 s each on 2 loaded cores) run in
+# the full suite only.
+FAST = pytest.mark.fast
+
+
+def fast_unless_dcgan(*cases):
+    return [pytest.param(*c if isinstance(c, tuple) else (c,), marks=() if "dcgan" in c else FAST) for c in cases]
+
 
 def rel(a, b):
     return np.linalg.norm(np.asarray(a) - np.asarray(b)) / np.linalg.norm(np.asarray(b))
@@ -56,6 +65,7 @@ def loop_deconv(x, w, stride, crop):
     return full[:, :, t:full.shape[2] - b, l:full.shape[3] - r]
 
 
+@FAST
 @pytest.mark.parametrize("stride,pad", [(1, (2, 2, 2, 2)), (1, (0, 0, 0, 0)), (2, (2, 2, 2, 2)), (2, (1, 2, 1, 2))])
 def test_conv_matches_loop(stride, pad):
     rs = np.random.RandomState(1)
@@ -64,6 +74,7 @@ def test_conv_matches_loop(stride, pad):
     assert rel(y, loop_conv(x, w, b, stride, pad)) < 1e-12
 
 
+@FAST
 @pytest.mark.parametrize("stride,crop,h,expect", [(2, (2, 1, 2, 1), 7, 14), (2, (2, 1, 2, 1), 14, 28), (1, (2, 2, 2, 2), 7, 7)])
 def test_deconv_matches_loop(stride, crop, h, expect):
     rs = np.random.RandomState(2)
@@ -73,6 +84,7 @@ def test_deconv_matches_loop(stride, crop, h, expect):
     assert rel(y, loop_deconv(x, w, stride, crop)) < 1e-12
 
 
+@FAST
 def test_stride1_deconv_is_flipped_conv():
     rs = np.random.RandomState(3)
     x, w = rs.randn(2, 3, 7, 7), rs.randn(3, 4, 5, 5)
@@ -81,6 +93,7 @@ def test_stride1_deconv_is_flipped_conv():
     assert rel(y, loop_conv(x, wc, np.zeros(4), 1, (2, 2, 2, 2))) < 1e-12
 
 
+@FAST
 def test_deconv_is_adjoint_of_conv():
     """<conv(x), y> == <x, deconv(y)> for the spec's stride-2 pair (pad 2 / crop 2,1)."""
     rs = np.random.RandomState(4)
@@ -92,6 +105,7 @@ def test_deconv_is_adjoint_of_conv():
     assert abs(np.sum(cx * y) - np.sum(x * dy)) < 1e-9 * abs(np.sum(cx * y))
 
 
+@FAST
 def test_wrong_crop_differs():
     rs = np.random.RandomState(5)
     x, w = rs.randn(2, 3, 7, 7), rs.randn(3, 2, 5, 5)
@@ -129,6 +143,7 @@ def lstm_weights(seed=0, bias_scale=0.3):
     return p
 
 
+@FAST
 def test_lstm_matches_hand_unrolled():
     p = lstm_weights()
     x = np.random.RandomState(6).randn(3, 5, 1)
@@ -136,6 +151,7 @@ def test_lstm_matches_hand_unrolled():
     assert rel(pred, hand_lstm(p, x)) < 1e-12
 
 
+@FAST
 def test_lstm_two_biases_same_function():
     p = lstm_weights()
     x = np.random.RandomState(7).randn(3, 5, 1)
@@ -154,6 +170,7 @@ def swap_gates(p, a=1, b=2):
     return q
 
 
+@FAST
 def test_swapped_gates_differ():
     p = lstm_weights()
     x = np.random.RandomState(8).randn(4, 10, 1)
@@ -177,6 +194,7 @@ def fd_check(f, params, grads, names=None, eps=1e-6, seed=0):
     return worst
 
 
+@FAST
 def test_layer_gradients_fd():
     rs = np.random.RandomState(10)
     x, w, b = rs.randn(2, 3, 8, 8), rs.randn(4, 3, 5, 5), rs.randn(4)
@@ -212,6 +230,7 @@ def test_layer_gradients_fd():
     fd_check(lambda p: float(np.sum(R.maxpool2(p["x"])[0] * proj4)), {"x": xm}, {"x": R.maxpool2_backward(proj4, cache)})
 
 
+@FAST
 def test_lenet_gradients_fd():
     p = R.as64(init_weights("lenet", 0))
     rs = np.random.RandomState(11)
@@ -253,6 +272,7 @@ def test_dcgan_gradients_fd():
     fd_check(d_loss, dp, gd, eps=1e-7)
 
 
+@FAST
 def test_lstm_gradients_fd():
     p = lstm_weights()
     rs = np.random.RandomState(13)
@@ -264,6 +284,7 @@ def test_lstm_gradients_fd():
     fd_check(lambda q: R.lstm_loss(q, x, y)[0], p2, g2)
 
 
+@FAST
 def test_losses_gradients_fd():
     rs = np.random.RandomState(14)
     lg, lab = rs.randn(5, 10), rs.randint(0, 10, 5)
@@ -275,6 +296,7 @@ def test_losses_gradients_fd():
 
 
 # ------------------------------------------------------------------------ Adam
+@FAST
 def test_adam_against_formula():
     rs = np.random.RandomState(15)
     p, g1, g2 = {"w": rs.randn(50)}, {"w": rs.randn(50)}, {"w": rs.randn(50)}
@@ -289,6 +311,7 @@ def test_adam_against_formula():
     assert rel(p2["w"], expect) < 1e-13
 
 
+@FAST
 def test_dcgan_step_sequence():
     """d_loss on the initial D, g_loss on the updated D, G moved against its gradient
     through the updated D; running statistics updated once."""
@@ -316,6 +339,7 @@ def test_dcgan_step_sequence():
     assert np.allclose(run["bn0.running_var"], r["generator"]["bn0.running_var"])
 
 
+@FAST
 def test_generator_shapes_and_eval_mode():
     gp = R.as64(init_weights("generator", 0))
     z = np.random.RandomState(17).randn(3, 100)
@@ -377,6 +401,7 @@ def patched(**attrs):
     return apply
 
 
+@FAST
 def test_check_batches_deterministic():
     for wl, keys in (("lenet", {"x": ((16, 1, 28, 28), np.float32), "y": ((16,), np.int64)}),
                      ("dcgan", {"x": ((16, 1, 28, 28), np.float32), "z": ((16, 100), np.float32)}),
@@ -392,7 +417,7 @@ def test_check_batches_deterministic():
         assert np.array_equal(check.probe(wl, 0)["x"], a[0]["x"])
 
 
-@pytest.mark.parametrize("workload,biases", [("lenet", 1), ("dcgan", 1), ("lstm", 1), ("lstm", 2)])
+@pytest.mark.parametrize("workload,biases", fast_unless_dcgan(("lenet", 1), ("dcgan", 1), ("lstm", 1), ("lstm", 2)))
 def test_checker_accepts_float32_reference(workload, biases):
     res = checked(workload, framework_run(workload, biases), biases)
     assert res["ok"] is True and res["step_ok"] is True, res
@@ -437,7 +462,7 @@ MUTATIONS = {
 }
 
 
-@pytest.mark.parametrize("workload", ["lenet", "dcgan", "lstm"])
+@pytest.mark.parametrize("workload", fast_unless_dcgan("lenet", "dcgan", "lstm"))
 @pytest.mark.parametrize("mutation", list(MUTATIONS))
 def test_check_catches_wrong_maths(workload, mutation):
     """A gradient off by a constant factor, wrong betas, no bias correction: one
@@ -504,6 +529,7 @@ def test_kink_flip_is_not_a_failure():
     assert R.KINK is None
 
 
+@FAST
 def test_diagnosis_only_when_its_conditions_hold():
     res = checked("lenet", framework_run("lenet"))
     assert res["diagnosis"] == []  # nothing to explain
@@ -534,6 +560,7 @@ def test_checker_missing_and_malformed_never_raise():
     assert res["ok"] is False and res["problems"]
 
 
+@FAST
 def test_legacy_one_step_form_is_never_a_pass():
     """Notebooks on the older one-step form still run, but cannot pass."""
     chk = check.Checker(Rec(), "lenet", 0)
@@ -571,6 +598,7 @@ def test_wrong_conv_padding_fails(monkeypatch):
     assert chk.finish()["forward"]["d_logits"] > 100 * check.TOLERANCES["forward"]
 
 
+@FAST
 def test_swapped_lstm_gates_fail():
     p = check.probe("lstm", 0)
     w = R.as64(init_weights("lstm", 0))
@@ -581,6 +609,7 @@ def test_swapped_lstm_gates_fail():
     assert res["forward"]["pred"] > 100 * check.TOLERANCES["forward"] and res["forward_ok"] is False
 
 
+@FAST
 def test_two_bias_lstm_checked_as_one_bias_fails():
     """A two-bias framework checked as if it had one bias: its summed bias moved twice as far."""
     fwd, grads, losses, weights, running = framework_run("lstm", biases=2)

@@ -3,7 +3,11 @@ cites the spec outside the repository: the spec a teacher needs ships with the
 notebooks (docs/workloads.md)."""
 import re
 
+import pytest
+
 from conftest import REPO
+
+pytestmark = pytest.mark.fast
 
 CITED = re.compile(r"`?((?:docs|frameval|notebooks|envs|bench|tests|templates)/[\w./-]+\.(?:md|py|ipynb|yml|json))")
 FILES = [p for pattern in ("frameval/**/*.py", "notebooks/**/*.ipynb", "docs/**/*.md", "README.md", "bench/*.py")
@@ -31,3 +35,14 @@ def test_workloads_spec_cited_in_the_repo():
             if m.group(0) != "docs/workloads.md":
                 bare.append(f"{f.relative_to(REPO)}: {m.group(0)}")
     assert not bare, "cite docs/workloads.md, the repository's copy:\n" + "\n".join(bare)
+
+
+def test_no_long_functions_in_the_package():
+    """Small functions that say what they do: none in frameval/ over 60 lines."""
+    import ast
+    long = []
+    for path in sorted((REPO / "frameval").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 60:
+                long.append(f"{path.relative_to(REPO)}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)")
+    assert not long, long

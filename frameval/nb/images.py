@@ -7,6 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..files import atomic_write
+
 
 def grid(images: np.ndarray, rows: int = 4, cols: int = 4, pad: int = 2) -> np.ndarray:
     """(N, 1, H, W) or (N, H, W) images in [-1, 1] -> one uint8 (rows*H, cols*W) grid."""
@@ -35,9 +37,4 @@ def write_png(path, gray: np.ndarray, scale: int = 1) -> Path:
 
     png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 0, 0, 0, 0))
            + chunk(b"IDAT", zlib.compress(raw, 6)) + chunk(b"IEND", b""))
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(png)
-    tmp.replace(path)
-    return path
+    return atomic_write(path, png)

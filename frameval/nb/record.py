@@ -20,16 +20,16 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import files
 from . import measure
 from .paths import hand_runs_dir
 
 SCHEMA = 2
-RESULT = "result.json"
-PARTIAL = "result.partial.json"
+RESULT, PARTIAL = files.RESULT, files.PARTIAL
 # The run's own working folder: framework caches (inductor, Keras, Triton) and
 # compile dumps. The runner empties it before each execution, so that every run
 # compiles from cold, as on a fresh machine, and first-epoch times compare.
-WORK = "work"
+WORK = files.WORK
 # Environment variables that pin a library's thread pool, set before the
 # framework is imported so every framework runs on the same number of threads.
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
@@ -37,15 +37,8 @@ THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
 
 
 def atomic_write_json(path, obj) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w") as f:
-        json.dump(obj, f, indent=1, default=_jsonable)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    return path
+    """The one atomic writer (frameval/files.py), with numpy values made JSON."""
+    return files.atomic_write_json(path, obj, default=_jsonable)
 
 
 def _jsonable(o):
@@ -97,7 +90,7 @@ def machine_info() -> dict:
 # "@name=value,..." after it (a short hash when that would be long or unsafe).
 # The same parameters again replace that run; other parameters get their own folder.
 HAND_SKIP = ("out_dir", "mode", "device", "check")
-HAND_PLAN = "plan.json"
+HAND_PLAN = files.PLAN
 _SAFE = re.compile(r"[A-Za-z0-9._+-]+")
 _MAX_NAME = 64
 
@@ -141,14 +134,14 @@ def hand_run_folder(framework: str, workload: str, mode: str, device: str, param
     d = root / "runs" / framework / name
     replaced = (d / RESULT).exists()
     if replaced:  # kept aside, not collected: the new run replaces it in the report
-        for f in (RESULT, "output.ipynb"):
+        for f, kept in ((RESULT, files.REPLACED), (files.OUTPUT_NB, files.REPLACED_NB)):
             try:
-                os.replace(d / f, d / f.replace(".", ".replaced.", 1))
+                os.replace(d / f, d / kept)
             except OSError:
                 pass
     what = ", ".join(f"{k}={_token(v)}" for k, v in sorted(changed.items())) or "the notebook's defaults"
     print(f"frameval: hand run -> {d}" + (f" ({what})" if defaults is not None else "")
-          + ("; it replaces the earlier run with the same parameters there (kept as result.replaced.json)"
+          + (f"; it replaces the earlier run with the same parameters there (kept as {files.REPLACED})"
              if replaced else ""), flush=True)
     rel = f"notebooks/{framework}/{workload}.ipynb"
     return {"dir": d, "changed": changed, "defaults_from": rel if defaults is not None else None,
@@ -160,7 +153,7 @@ def write_hand_plan(root) -> Path:
     report's metadata and framework list read), rebuilt from the runs there."""
     root = Path(root)
     found = []
-    for f in sorted((root / "runs").glob("*/*/result.json")):
+    for f in sorted((root / "runs").glob(f"*/*/{RESULT}")):
         try:
             r = json.loads(f.read_text())
             found.append((str(r.get("framework")), str(r.get("workload")), str(r.get("mode")), f.parent.name,

@@ -6,7 +6,7 @@ about 7 s of float64 numpy at batch 64, once in every framework's run: six
 times the same numbers in a default report. Each result is stored in the
 per-user data cache under a key that hashes all of those inputs (the code of
 `reference.py` included, so an edit there recomputes), written atomically so
-runs in parallel (Slurm) never read half a file.
+runs in parallel (Slurm) never read half a file (frameval/files.py).
 
 `FRAMEVAL_REFERENCE_CACHE=0` turns it off (the check then times the reference
 itself; `check.reference_cached` in result.json says which happened).
@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import files
 from . import reference as R
 from .paths import data_cache_dir
 
@@ -95,9 +96,8 @@ def store(k: str, res: dict) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         arrays = {f"{g}/{n}": np.asarray(v) for g in GROUPS for n, v in res[g].items()}
         arrays["__losses__"] = np.array(json.dumps([{k: float(v) for k, v in s.items()} for s in res["losses"]]))
-        tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp.npz")
-        np.savez(tmp, **arrays)
-        os.replace(tmp, path)
+        with files.replacing(path, keep_suffix=True) as tmp:  # savez keeps a name ending in .npz as it is
+            np.savez(tmp, **arrays)
     except Exception:
         pass
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as _dt
 from pathlib import Path
 
+from ..files import atomic_write
 from ..results import load_runs
 from . import charts as ch
 from .audit import audit_table
@@ -72,10 +73,8 @@ def _prepare(out_dir, name):
 
 
 def _write(path: Path, text: str):
-    tmp = path.with_name(f".{path.name}.tmp")
     try:
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
+        atomic_write(path, text)
     except OSError as e:
         raise ReportError(f"no report written: cannot write {path}: {e.strerror or one_line(e)}") from None
 

@@ -19,6 +19,7 @@ import re
 import statistics
 from pathlib import Path
 
+from ..files import OUTPUT_NB, PLAN
 from . import fmt
 from .spec import MODES, WORKLOADS, framework_name, order_key
 
@@ -75,7 +76,7 @@ def load_sources(sources):
     """(plans, environments) of the output folders; absent files are skipped."""
     plans, envs = [], {}
     for src in sources:
-        p = read_json(Path(src) / "plan.json")
+        p = read_json(Path(src) / PLAN)
         if isinstance(p, dict):
             p["_source"] = str(src)
             plans.append(p)
@@ -102,7 +103,7 @@ def load_repeats(sources) -> list:
                 continue
             r = read_result(res)
             r.update(_dir=str(res.parent), _source=str(src))
-            nbp = res.parent / "output.ipynb"
+            nbp = res.parent / OUTPUT_NB
             r["_notebook"] = str(nbp) if nbp.exists() else None
             out.append(r)
     return out

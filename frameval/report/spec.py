@@ -1,26 +1,21 @@
-"""The facts the report audits against (from docs/workloads.md). The parameter
-counts come from `frameval.workloads` (SPEC_PARAM_COUNTS, LSTM_TWO_BIAS_COUNT)
-so the spec is written down once; the numbers below are the fallback."""
+"""The facts the report audits against (from docs/workloads.md). The lists
+and the spec's parameter counts live in `frameval/workloads.py`; this module
+adds only what the report needs besides (display names, packages, settings)."""
 from __future__ import annotations
 
-FRAMEWORKS = ("torch", "tensorflow", "paddle", "mindspore", "megengine", "mxnet")
-FRAMEWORK_NAMES = {"torch": "PyTorch", "tensorflow": "TensorFlow", "paddle": "PaddlePaddle",
-                   "mindspore": "MindSpore", "megengine": "MegEngine", "mxnet": "MXNet", "jax": "JAX"}
+from ..workloads import DISPLAY_NAMES as FRAMEWORK_NAMES
+from ..workloads import FRAMEWORKS as _DEFAULT
+from ..workloads import LSTM_TWO_BIAS_COUNT, MODES, OPT_IN_FRAMEWORKS, WORKLOADS  # noqa: F401 - the report's names
+from ..workloads import SPEC_PARAM_COUNTS as PARAM_COUNTS
+
+# Report order: the default matrix's frameworks, then the opt-in ones.
+FRAMEWORKS = _DEFAULT + OPT_IN_FRAMEWORKS
 # The pip package that carries each framework's version, to pick out of a freeze.
 FRAMEWORK_PACKAGES = {"torch": ("torch",), "tensorflow": ("tensorflow", "tensorflow-cpu", "keras"),
                       "paddle": ("paddlepaddle", "paddlepaddle-gpu"), "mindspore": ("mindspore",),
                       "megengine": ("megengine",), "mxnet": ("mxnet", "mxnet-cu"), "jax": ("jax", "jaxlib", "flax", "optax")}
-WORKLOADS = ("lenet", "dcgan", "lstm")
-MODES = ("eager", "graph")
-
-# Trainable parameters per network, as the spec gives them.
-PARAM_COUNTS = {
-    "lenet": {"lenet": 61_706},
-    "dcgan": {"generator": 2_280_896, "discriminator": 212_865},
-    "lstm": {"lstm": 4_385},
-}
 # Counts that differ from the spec for a structural reason, not a mismatch.
-STRUCTURAL = {("lstm", "lstm", 4_513): "two_bias"}
+STRUCTURAL = {("lstm", "lstm", LSTM_TWO_BIAS_COUNT): "two_bias"}
 # Where a network's result key is spelled differently by a notebook.
 PARAM_ALIASES = {"generator": ("generator", "gen", "g", "netg"), "discriminator": ("discriminator", "disc", "d", "netd"),
                  "lenet": ("lenet", "model", "total"), "lstm": ("lstm", "model", "total")}
@@ -35,20 +30,6 @@ SPEC_SETTINGS = {
     "lstm": {"batch_size": 32, "lr": 1e-3, "optimizer": "Adam", "betas": [0.9, 0.999], "adam_eps": 1e-8,
              "dtype": "float32", "epochs": 20, "window": 20, "hidden": 32},
 }
-
-# Epoch metrics per workload (as in frameval.results.EPOCH_METRICS).
-EPOCH_METRICS = {"lenet": ("train_loss", "train_acc", "test_loss", "test_acc"),
-                 "dcgan": ("gen_loss", "disc_loss"),
-                 "lstm": ("train_mse", "val_mse")}
-
-try:  # one definition for the project: frameval/workloads.py
-    from .. import workloads as _wl  # type: ignore
-    PARAM_COUNTS = getattr(_wl, "SPEC_PARAM_COUNTS", PARAM_COUNTS)
-    if getattr(_wl, "LSTM_TWO_BIAS_COUNT", None):
-        STRUCTURAL = {("lstm", "lstm", int(_wl.LSTM_TWO_BIAS_COUNT)): "two_bias"}
-    FRAMEWORKS = tuple(getattr(_wl, "FRAMEWORKS", FRAMEWORKS))
-except Exception:  # noqa: BLE001 - module absent or incomplete: keep the numbers above
-    pass
 
 
 def framework_name(fw: str) -> str:

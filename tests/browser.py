@@ -2,9 +2,11 @@
 protocol: which requests it made, whether every image decoded, its text, a
 click on a sortable header, screenshots (desktop and phone width).
 
-    python -m frameval.report.browser report.html [shot.png]
+    PYTHONPATH=. python tests/browser.py report.html [shot.png]     (in the runner environment)
 
-Needs Debian's `chromium` and the `websocket-client` package. For Chinese,
+Only the tests use it. It needs a system Chromium (`python3 run_all.py test`
+installs it as a setup step: frameval/testtools.py) and the `websocket-client`
+package (environment.yml). For Chinese,
 a CJK font is handed to Chromium through a private fontconfig file (the one
 mplfonts ships), so the screenshot shows glyphs, not boxes, on a bare machine.
 """
@@ -20,7 +22,8 @@ import time
 import urllib.request
 from pathlib import Path
 
-from .charts import find_cjk_font
+from frameval.report.charts import find_cjk_font
+from frameval.testtools import INSTALL, chromium_path
 
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -29,14 +32,6 @@ FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
          # networking off: no proxy can be reached and no name resolves
          "--proxy-server=http://127.0.0.1:9", "--proxy-bypass-list=<-loopback>",
          "--host-resolver-rules=MAP * ~NOTFOUND")
-
-
-def chromium_path() -> str | None:
-    for name in ("chromium", "chromium-browser", "google-chrome", "chrome"):
-        p = shutil.which(name)
-        if p:
-            return p
-    return "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None
 
 
 def _fontconfig(tmp: Path) -> dict:
@@ -136,31 +131,11 @@ PHONE_CHECK = "document.documentElement.scrollWidth <= window.innerWidth + 1"
 
 def inspect(html: Path, shots_dir: Path | None = None, timeout: float = 90.0) -> dict:
     """Load `html` in headless Chromium; return requests, images, text, checks and screenshot paths."""
-    import websocket  # websocket-client
-
-    chrome = chromium_path()
-    if not chrome:
-        raise FileNotFoundError("chromium not found (Debian: apt-get install -y chromium)")
     html = Path(html).resolve()
     tmp = Path(tempfile.mkdtemp(prefix="frameval-chromium-"))
-    env = dict(os.environ, **_fontconfig(tmp))
-    proc = subprocess.Popen([chrome, *FLAGS, f"--user-data-dir={tmp / 'profile'}", "--remote-debugging-port=0",
-                             "--remote-allow-origins=*", "--window-size=1280,900", "about:blank"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    proc = None
     try:
-        port_file = tmp / "profile" / "DevToolsActivePort"
-        end = time.time() + timeout
-        while not port_file.exists() or not port_file.read_text().strip():
-            if proc.poll() is not None:
-                raise RuntimeError(f"chromium exited: {proc.stderr.read().decode(errors='replace')[-2000:]}")
-            if time.time() > end:
-                raise TimeoutError("chromium did not open its DevTools port")
-            time.sleep(0.1)
-        port = int(port_file.read_text().split()[0])
-        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback, never a proxy
-        targets = json.loads(opener.open(f"http://127.0.0.1:{port}/json/list", timeout=10).read())
-        page_t = next(t for t in targets if t.get("type") == "page")
-        ws = websocket.create_connection(page_t["webSocketDebuggerUrl"], timeout=timeout, suppress_origin=True)
+        proc, ws = _open(tmp, timeout)
         page = Page(ws)
         page.call("Network.enable")
         page.call("Page.enable")
@@ -190,12 +165,43 @@ def inspect(html: Path, shots_dir: Path | None = None, timeout: float = 90.0) ->
         ws.close()
         return info
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        if proc is not None:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _open(tmp: Path, timeout: float):
+    """Start Chromium with a fresh profile in `tmp`; (process, DevTools socket of its page)."""
+    import websocket  # websocket-client
+
+    chrome = chromium_path()
+    if not chrome:
+        raise FileNotFoundError(f"chromium not found; install it: {INSTALL}")
+    proc = subprocess.Popen([chrome, *FLAGS, f"--user-data-dir={tmp / 'profile'}", "--remote-debugging-port=0",
+                             "--remote-allow-origins=*", "--window-size=1280,900", "about:blank"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=dict(os.environ, **_fontconfig(tmp)))
+    try:
+        port_file = tmp / "profile" / "DevToolsActivePort"
+        end = time.time() + timeout
+        while not port_file.exists() or not port_file.read_text().strip():
+            if proc.poll() is not None:
+                raise RuntimeError(f"chromium exited: {proc.stderr.read().decode(errors='replace')[-2000:]}")
+            if time.time() > end:
+                raise TimeoutError("chromium did not open its DevTools port")
+            time.sleep(0.1)
+        port = int(port_file.read_text().split()[0])
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback, never a proxy
+        targets = json.loads(opener.open(f"http://127.0.0.1:{port}/json/list", timeout=10).read())
+        page_t = next(t for t in targets if t.get("type") == "page")
+        return proc, websocket.create_connection(page_t["webSocketDebuggerUrl"], timeout=timeout,
+                                                 suppress_origin=True)
+    except BaseException:
+        proc.kill()
+        raise
 
 
 if __name__ == "__main__":

@@ -1,0 +1,81 @@
+"""The names of the files frameval writes into an output folder, and the one
+way every writer puts a file there: atomically (a reader sees the old file or
+the new one, never half of one).
+
+Standard library only: the runner uses it before its own environment exists,
+and `frameval.nb` imports it inside the framework environments (numpy + stdlib).
+
+An output folder:
+    <out>/plan.json                       what was asked (PLAN)
+    <out>/environments/<fw>.json          where each framework's environment came from (ENVIRONMENTS)
+    <out>/runs/<fw>/<workload>-<mode>[-gpu]/
+        result.json                       the run's record (RESULT)
+        result.partial.json               rewritten after every epoch while it runs (PARTIAL)
+        result.replaced.json              a hand run replaced by one with the same parameters; not read (REPLACED)
+        output.ipynb                      the executed notebook (OUTPUT_NB)
+        papermill.log                     papermill's log of the run (PAPERMILL_LOG)
+        work/                             the run's working folder: framework caches, compile dumps (WORK)
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from pathlib import Path
+
+RESULT = "result.json"
+PARTIAL = "result.partial.json"
+REPLACED = "result.replaced.json"
+OUTPUT_NB = "output.ipynb"
+REPLACED_NB = "output.replaced.ipynb"
+PAPERMILL_LOG = "papermill.log"
+WORK = "work"  # the run's working folder (framework caches, compile dumps), emptied before each execution
+PLAN = "plan.json"
+ENVIRONMENTS = "environments"
+OUT_LOCK = ".frameval.lock"
+
+
+@contextlib.contextmanager
+def replacing(path, keep_suffix: bool = False):
+    """Yield a temporary path beside `path`; once the block has written it, it
+    replaces `path` in one step. On an error the temporary file is removed and
+    `path` is left as it was. The temporary name ends in `.tmp`, so that a
+    reader's glob (`*/*/result.json`, `environments/*.json`) never picks up one
+    left by a killed writer; `keep_suffix` keeps the suffix instead, for tools
+    that append theirs (numpy's savez adds `.npz` to a name without it)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tail = f".tmp{path.suffix}" if keep_suffix else f"{path.suffix}.tmp"
+    tmp = path.with_name(f".{path.stem}.{os.getpid()}{tail}")
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+
+
+def atomic_write(path, data, fsync: bool = False) -> Path:
+    """Write text (utf-8) or bytes to `path` atomically. `fsync` also flushes it
+    to disk first (results, which must survive a machine that goes down)."""
+    with replacing(path) as tmp:
+        with open(tmp, "wb") as f:
+            f.write(data.encode("utf-8") if isinstance(data, str) else data)
+            if fsync:
+                f.flush()
+                os.fsync(f.fileno())
+    return Path(path)
+
+
+def atomic_write_json(path, obj, default=str, fsync: bool = True, **dump_kw) -> Path:
+    """`obj` as JSON (indent 1 unless told), written atomically."""
+    dump_kw.setdefault("indent", 1)
+    return atomic_write(path, json.dumps(obj, default=default, **dump_kw), fsync=fsync)
+
+
+def atomic_copy(src, dst) -> Path:
+    import shutil
+    with replacing(dst) as tmp:
+        shutil.copyfile(src, tmp)
+    return Path(dst)
