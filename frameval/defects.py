@@ -221,6 +221,8 @@ def main(argv) -> int:
     fws = parse_frameworks(args.frameworks)
     if args.env_backend not in ("auto", "conda", "venv"):
         _fail(f"--env-backend {args.env_backend!r}: choose auto, conda or venv")
+    from .bootstrap import ensure_runner
+    ensure_runner(["defects", *argv], backend=args.env_backend)  # its uv builds what is missing
     from .envs import ensure_frameworks
     say = lambda m: print(f"frameval: {m}", flush=True)  # noqa: E731
     envs = ensure_frameworks(fws, "cpu", args.env_backend, echo=say)

@@ -19,7 +19,6 @@ import numpy as np
 import mindspore as ms
 from mindspore import Tensor, nn, ops
 ms.set_context(mode=ms.PYNATIVE_MODE)
-ms.set_cpu_affinity(False) if hasattr(ms, "set_cpu_affinity") else None
 conv = nn.Conv2d(64, 128, 5, stride=2, pad_mode="pad", padding=2, has_bias=True)
 x = Tensor(np.random.default_rng(0).standard_normal((8, 64, 14, 14)).astype(np.float32))
 grad = ms.value_and_grad(lambda x: conv(x).sum(), None, conv.trainable_params())

@@ -40,11 +40,11 @@ def _applied(rows) -> dict:
             if not isinstance(rec, dict) or not rec.get("id"):
                 continue
             e = out.setdefault((w["fw"], str(rec["id"])), {"record": rec, "runs": []})
-            e["runs"].append(f"{w['label']} / {S_wl(w)}")
+            e["runs"].append(f"{w['label']} / {_run_name(w)}")
     return out
 
 
-def S_wl(w) -> str:
+def _run_name(w) -> str:
     return f"{w['workload']}-{w['mode']}"
 
 
