@@ -134,7 +134,7 @@ def test_workaround_record_reaches_result_and_report(ran, tmp_path):
     assert not info["problems"], info["problems"]
     assert 'id="defects"' in html and S("h_defects") in html and "max-pool-tied-grad" in html
     assert ids["max-pool-tied-grad"]["summary"].replace("'", "&#39;")[:40] in html
-    assert re.search(rf"<td[^>]*data-v=\"[\d.]+\"[^>]*>[\d,.]+ {SUBSTITUTE_MARK}</td>", html), "speed not marked"
+    assert re.search(rf"<td[^>]*data-v=\"[\d.]+\"[^>]*>[^<]+ {SUBSTITUTE_MARK}</td>", html), "speed not marked"
     zh = build([str(out)], out, lang="zh", name="zh")
     assert not zh["problems"] and Strings("zh")("h_defects") in (out / "zh.html").read_text()
 
@@ -159,7 +159,8 @@ def test_install_facts_recorded_at_build_and_shown(tmp_path, monkeypatch):
     t = install_table({"mxnet": [e]}, ["mxnet"], S)
     cells = [c["t"] for c in t["rows"][0]]
     assert fmt.seconds(ins["build_s"]) in cells and fmt.mb(ins["installed_mb"]) in cells
-    assert fmt.mb(ins["downloaded_mb"]) in cells and S("recorded_build") in cells
+    assert (fmt.mb(ins["downloaded_mb"]) if ins["downloaded_mb"] > 0 else S("downloaded_none")) in cells
+    assert S("recorded_build") in cells
     assert any("spec numpy<1.24" in c and f"installed {ins['numpy_installed']}" in c for c in cells), cells
     # built before install facts existed: read afterwards; not-recorded figures are never 0
     marker = env.prefix / envs.MARKER

@@ -124,6 +124,16 @@ def _fig(v, f, S):
     return cell(f(v), fmt.num(v)) if v is not None else cell(S("not_recorded"), None, "na")
 
 
+def _downloaded(ins, S):
+    """Nothing downloaded is a measurement (all from the installer's cache or a
+    local index), said in words; the largest downloads in the tooltip."""
+    v = ins.get("downloaded_mb")
+    if v is None:
+        return cell(S("not_recorded"), None, "na")
+    top = ", ".join(f"{n} {fmt.mb(mb)}" for n, mb in l_(ins.get("downloads")))
+    return cell(fmt.mb(v) if v > 0 else S("downloaded_none"), v, "", top)
+
+
 def _install_row(fw, e, S) -> list:
     ins = d_(e.get("install"))
     wheel = d_(ins.get("framework_wheel"))
@@ -141,7 +151,7 @@ def _install_row(fw, e, S) -> list:
                  cell(S("not_recorded"), None, "na"))
     note = ins.get("spec_note") or ""
     return [cell(framework_name(fw), fw, "", note), cell(ins.get("installer") or e.get("installer") or fmt.NA),
-            _fig(ins.get("build_s", e.get("build_s")), fmt.seconds, S), _fig(ins.get("downloaded_mb"), fmt.mb, S),
+            _fig(ins.get("build_s", e.get("build_s")), fmt.seconds, S), _downloaded(ins, S),
             _fig(ins.get("installed_mb"), fmt.mb, S), cell(ins.get("python") or e.get("python") or fmt.NA),
             cell(allows, None, "" if allows != fmt.NA else "na"), cell(numpy),
             warn_cell, cell(S("recorded_" + ("build" if ins.get("recorded") == "at build" else
