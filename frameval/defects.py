@@ -119,7 +119,8 @@ def run_one(defect: Defect, python, timeout: float = TIMEOUT_S) -> dict:
             code, out, err = None, "", f"{type(e).__name__}: {e}"
     status = classify(code, out) if code is not None else NOT_RUN
     version = next(iter(re.findall(r"^version:\s*(\S+)", out, flags=re.M)), None)
-    why = "" if status != NOT_RUN else (err.strip().splitlines() or [f"exit {code}"])[-1][:300]
+    said = [ln for ln in out.splitlines() if ln.startswith("no verdict")]  # the script's own reason
+    why = "" if status != NOT_RUN else (said or err.strip().splitlines() or [f"exit {code}"])[-1][:300]
     return {"framework": defect.framework, "id": defect.id, "title": defect.title, "status": status, "exit": code,
             "seconds": round(time.perf_counter() - t0, 1), "version": version, "why": why,
             "output": out.strip()[-1500:], "script": str(defect.path.relative_to(REPO))}

@@ -2,8 +2,9 @@
 
 The DCGAN generator's 256->128 5x5 stride-2 transposed convolution: its
 backward takes far longer than its forward on the CPU (about 5 s at batch 64 on
-a 2-core Xeon with megengine 1.13.0). Measured here at batch 16 with one
-thread; present while backward takes more than 20x the forward's time.
+a 2-core machine with megengine 1.13.0; 13x the forward at batch 16). A
+backward is about two convolutions' work (input and weight gradients): measured
+here at batch 8 with one thread, present while it takes more than 5x the forward.
 Exit 1 while present, 0 once fixed.
 """
 import sys
@@ -18,11 +19,11 @@ print("version:", megengine.__version__)
 megengine.set_default_device("cpu0")
 np.random.seed(0)
 layer = M.ConvTranspose2d(256, 128, 5, stride=2, padding=2, output_padding=1)
-x = megengine.tensor(np.random.randn(16, 256, 7, 7).astype(np.float32))
+x = megengine.tensor(np.random.randn(8, 256, 7, 7).astype(np.float32))
 gm = GradManager().attach(list(layer.parameters()) + [x])
 
 
-def timed(fn, n=3):
+def timed(fn, n=2):
     best = float("inf")
     for _ in range(n):
         t0 = time.perf_counter()
@@ -43,8 +44,8 @@ def both():
 total = timed(both)
 back = max(total - fwd, 0.0)
 ratio = back / fwd if fwd > 0 else float("inf")
-print(f"batch 16, 256->128 5x5 stride 2 transposed conv: forward {fwd * 1e3:.1f} ms, backward {back * 1e3:.1f} ms "
+print(f"batch 8, 256->128 5x5 stride 2 transposed conv: forward {fwd * 1e3:.1f} ms, backward {back * 1e3:.1f} ms "
       f"({ratio:.1f}x the forward)")
-present = ratio > 20
-print("defect", "present" if present else "fixed", "(present above 20x)")
+present = ratio > 5
+print("defect", "present" if present else "fixed", "(present above 5x)")
 sys.exit(1 if present else 0)

@@ -13,22 +13,24 @@ import torch
 print("version:", torch.__version__)
 torch.manual_seed(0)
 torch._dynamo.config.trace_autograd_ops = True
-model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
+model = torch.nn.Sequential(torch.nn.Conv2d(1, 4, 5, padding=2), torch.nn.ReLU(), torch.nn.Flatten(),
+                            torch.nn.Linear(4 * 28 * 28, 10))
 opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-x, y = torch.randn(32, 8), torch.randn(32, 1)
+x, y = torch.randn(16, 1, 28, 28), torch.randint(0, 10, (16,))
 
 
 def step(x, y):
     opt.zero_grad()
-    loss = ((model(x) - y) ** 2).mean()
+    out = model(x)
+    loss = torch.nn.functional.cross_entropy(out, y)
     loss.backward()
     opt.step()
-    return loss.detach()
+    return loss.detach(), (out.argmax(1) == y).sum()  # read after the backward, as a training step does
 
 
 try:
     compiled = torch.compile(step)
-    losses = [float(compiled(x, y)) for _ in range(3)]
+    losses = [float(compiled(x, y)[0]) for _ in range(3)]
 except NameError as e:
     print("compiled step failed:", f"NameError: {str(e).splitlines()[0][:200]}")
     print("defect present (loss.backward() inside the compiled step)")
