@@ -78,22 +78,22 @@ NOT_IN_TESTS = {("torch", "inductor-layout-opt-conv-grad"), ("torch", "dynamo-ba
 AVX512 = "avx512" in open("/proc/cpuinfo").read() if __import__("os").path.exists("/proc/cpuinfo") else False
 
 
-@pytest.fixture(scope="module")
-def ran(tmp_path_factory):
-    """Every reproduction (but NOT_IN_TESTS), in its framework's real (pinned) environment."""
-    out = {}
-    for fw in FRAMEWORKS:
-        env = envs.ensure_framework(fw)
+_RAN: dict = {}
+
+
+def ran(fw):
+    """Every reproduction of `fw` (but NOT_IN_TESTS), in its real (pinned) environment; once per session."""
+    if fw not in _RAN:
         todo = [d for d in dfx.catalogue([fw]) if (fw, d.id) not in NOT_IN_TESTS]
-        out[fw] = dfx.run_env(fw, env, defects=todo, echo=lambda m: None)
-    return out
+        _RAN[fw] = dfx.run_env(fw, envs.ensure_framework(fw), defects=todo, echo=lambda m: None)
+    return _RAN[fw]
 
 
 @pytest.mark.parametrize("fw", FRAMEWORKS)
-def test_reproduction_in_its_environment(ran, fw):
+def test_reproduction_in_its_environment(fw):
     """Each defect is present in the pinned version today: the script exits 1,
     prints "defect present", and prints its numbers."""
-    table = ran[fw]
+    table = ran(fw)
     assert table["results"], fw
     for r in table["results"]:
         if r["id"] == "onednn-reference-conv" and not AVX512:  # shows only on AVX-512 CPUs: no verdict elsewhere
@@ -105,8 +105,8 @@ def test_reproduction_in_its_environment(ran, fw):
     assert table["version"] and not dfx.removal_candidates(table)
 
 
-def test_fixed_pinned_defect_is_a_removal_candidate(ran):
-    t = json.loads(json.dumps(ran["mxnet"]))
+def test_fixed_pinned_defect_is_a_removal_candidate():
+    t = json.loads(json.dumps(ran("mxnet")))
     t["results"][0]["status"] = dfx.FIXED
     wid = t["results"][0]["id"]
     lines = dfx.removal_candidates(t)
@@ -116,7 +116,7 @@ def test_fixed_pinned_defect_is_a_removal_candidate(ran):
     assert tab["candidates"] and wid in tab["candidates"][0]
 
 
-def test_workaround_record_reaches_result_and_report(ran, tmp_path):
+def test_workaround_record_reaches_result_and_report(tmp_path):
     """A real MegEngine LeNet at tiny size: its max-pool workaround (a substitute
     layer) is in result.json, in the report's defects section with the
     reproduction's status, and the speed table marks the run."""
@@ -133,11 +133,11 @@ def test_workaround_record_reaches_result_and_report(ran, tmp_path):
     from frameval.results import load_runs
     S = Strings("en")
     rows = make_rows(load_runs(str(out)), S, False, None)
-    tab = defects_table(rows, ["megengine"], S, tables=[ran["megengine"]])
+    tab = defects_table(rows, ["megengine"], S, tables=[ran("megengine")])
     row = tab["rows"][tab["ids"].index("megengine/max-pool-tied-grad")]
     texts = [c["t"] for c in row]
     assert ids["max-pool-tied-grad"]["summary"] in texts and ids["max-pool-tied-grad"]["found_by"] in texts
-    assert any(t.startswith(f"{ran['megengine']['version']}: present") for t in texts), texts
+    assert any(t.startswith(f"{ran('megengine')['version']}: present") for t in texts), texts
     # every workaround id the MegEngine notebooks declare is listed
     assert set(dfx.workaround_sites("megengine")) <= {i.split("/")[1] for i in tab["ids"]}
     info = build([str(out)], out, lang="en")

@@ -92,7 +92,8 @@ def defects_table(rows, frameworks, S, tables=None) -> dict:
                               None, "" if got else "na"),
                          cell(status, None, "flag" if fixed and d.id in sites else "")])
             ids.append(f"{fw}/{d.id}")
-    return {"id": "table-defects", "headers": heads, "rows": body, "ids": ids, "candidates": candidates,
+    return {"id": "table-defects", "headers": heads, "rows": body, "sortable": True, "ids": ids,
+            "candidates": candidates,
             "versions_ran": sorted({f"{framework_name(t['framework'])} {t.get('version')}" for t in tables
                                     if t.get("framework") in frameworks})}
 
@@ -117,7 +118,7 @@ def install_table(envs, frameworks, S) -> dict:
     for fw in sorted(frameworks, key=order_key):
         for e in envs.get(fw) or []:
             body.append(_install_row(fw, e, S))
-    return {"id": "table-install", "headers": heads, "rows": body}
+    return {"id": "table-install", "headers": heads, "rows": body, "sortable": True}
 
 
 def _fig(v, f, S):
