@@ -5,6 +5,7 @@ runner environment, then hand over to the pipeline.
     python3 run_all.py test [pytest args]
     python3 run_all.py lab  [--frameworks ...] [--ip --port]
     python3 run_all.py bench <overhead|pipeline|seed_parity> [args]
+    python3 run_all.py defects [--frameworks ...]
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ EPILOG = """examples:
   python3 run_all.py test                             the test suite (CI); test --fast: the unit-level tests
   python3 run_all.py lab                              JupyterLab on notebooks/ with every kernel
   python3 run_all.py bench overhead                   a benchmark (bench/), in the runner environment
+  python3 run_all.py defects                          each framework defect's reproduction: present / fixed
 """
 
 
@@ -263,6 +265,9 @@ def main(argv=None) -> int:
     if argv[:1] == ["bench"]:
         from .bootstrap import run_bench
         return run_bench(argv[1:])
+    if argv[:1] == ["defects"]:
+        from .defects import main as defects_main
+        return defects_main(argv[1:])
     if argv[:1] == ["lab"]:
         from .lab import main as lab_main
         return lab_main(argv[1:])

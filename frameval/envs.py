@@ -601,6 +601,7 @@ def ensure_env(spec: EnvSpec, backend: Backend, echo=print, announce: bool = Tru
     say = echo if (announce and echo) else (lambda m: None)
     env = env_for(spec, backend)
     if env.ready:
+        _backfill_install(env)
         return env
     env.prefix.parent.mkdir(parents=True, exist_ok=True)
     lock = env.prefix.with_suffix(".lock")
@@ -626,10 +627,34 @@ def ensure_env(spec: EnvSpec, backend: Backend, echo=print, announce: bool = Tru
         info = {"spec": spec.name, "key": spec.key, "backend": backend.NAME, "installer": installer,
                 "python": spec.python, "build_s": round(time.perf_counter() - t0, 1),
                 "built": time.strftime("%Y-%m-%dT%H:%M:%S")}
+        info["install"] = _install_facts(spec, env.prefix, log_path, info["build_s"], installer, at_build=True)
         atomic_write(env.prefix / MARKER, json.dumps(info, indent=1))
         say(f"built {spec.name} with {installer} in {info['build_s']} s")
         env.built_now = True
     return env
+
+
+def _install_facts(spec, prefix, log_path, build_s, installer, at_build) -> dict | None:
+    """frameval/install.py's measurement; a failure to measure never fails a build."""
+    try:
+        from .install import measure
+        return measure(spec, prefix, log_path, build_s=build_s, installer=installer, at_build=at_build)
+    except Exception as e:  # noqa: BLE001
+        return {"recorded": "failed", "error": f"{type(e).__name__}: {e}"}
+
+
+def _backfill_install(env: Env) -> None:
+    """An environment built before install facts were recorded: read what can be
+    read from it (and its build log, when that is still there) once, into its marker."""
+    info = env.info()
+    if not info or "install" in info:
+        return
+    info["install"] = _install_facts(env.spec, env.prefix, env.prefix.with_suffix(".log"), info.get("build_s"),
+                                     info.get("installer"), at_build=False)
+    try:
+        atomic_write(env.prefix / MARKER, json.dumps(info, indent=1))
+    except OSError:
+        pass  # a read-only shared environment: measured again next time
 
 
 def _failure_line(log_path: Path) -> str:

@@ -146,5 +146,11 @@ def record_scope(rec, mode, n_programs, how, outside):
         rec.set_graph_scope(False, False, False)
         return
     ok = n_programs > 0
+    rec.workaround("to-static-whole-step",
+                   "to_static(full_graph=True) of the whole step fails (pir.Value has no attribute 'backward'); "
+                   "the forward is converted (its backward runs as the static program's), the Adam update runs in "
+                   "the dynamic graph", versions="3.3.1",
+                   found_by="building the graph-mode notebooks (the converted step raised)",
+                   cost="the update runs outside the graph (graph scope: forward + backward)")
     rec.set_graph_scope(ok, ok, False, graphs=n_programs, graph_breaks=0, how=how,
                         why="the Adam update runs in the dynamic graph: " + WHOLE_STEP_ERROR + "; " + outside)

@@ -43,6 +43,17 @@ def setup(rec, mode, device, seed):
         rec.note("torch.compile: inductor layout_optimization off (wrong conv gradients otherwise, torch 2.13 CPU)")
         # Lets dynamo trace torch.autograd.grad, so the backward is in the step's graph.
         torch._dynamo.config.trace_autograd_ops = True
+        rec.workaround("inductor-layout-opt-conv-grad",
+                       "inductor's layout optimisation computes wrong convolution gradients on the CPU (zero for "
+                       "LeNet's convolutions at batch 16, ~1e-3 off for the DCGAN generator); turned off",
+                       versions="2.13.0", found_by="the check (convolution weight gradients against the reference)",
+                       cost="not measured: inductor keeps the default layout")
+        rec.workaround("dynamo-backward-in-step",
+                       "loss.backward() inside the compiled step fails (NameError in dynamo's resume function); "
+                       "the backward is torch.autograd.grad assigned to .grad (grad_step), traced with "
+                       "trace_autograd_ops", versions="2.13.0",
+                       found_by="building the graph-mode notebooks (the compiled step raised)",
+                       cost="none: the same gradients, inside the step's graph")
     torch.manual_seed(seed)  # dropout masks
     if device == "gpu" and not torch.cuda.is_available():
         raise RuntimeError("device='gpu' but torch.cuda.is_available() is False in this environment")

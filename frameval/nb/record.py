@@ -240,6 +240,7 @@ class Recorder:
             "params": self.params, "threads": self.threads, "param_counts": {}, "epochs": [],
             "compiled": None, "compile_note": "", "graph_scope": None, "threads_effective": None,
             "settings": {}, "settings_source": {}, "data": {}, "data_placement": None, "notes": [],
+            "workarounds": [],
             "first_epoch_s": None, "steady_epoch_s": None, "steady_min_s": None, "steady_max_s": None,
             "samples_per_s": None, "peak_rss_mb": None, "rss_after_import_mb": None, "memory": {},
             "peak_device_mb": None, "peak_device_driver_mb": None,
@@ -347,6 +348,19 @@ class Recorder:
     def _settings(self, kv, source):
         self.result["settings"].update({k: _clean(v) for k, v in kv.items()})
         self.result["settings_source"].update({k: source for k in kv})
+
+    def workaround(self, id: str, summary: str, versions: str = "", found_by: str = "", cost: str = "",
+                   substitute: str = ""):
+        """Declare a framework defect this run works around, where the workaround is
+        applied. `id` is stable: `defects/<framework>/<id>.py` reproduces the defect.
+        `versions`: where it was seen (e.g. "2.13.0"); `found_by`: the check, a test
+        or a measurement; `cost`: what the workaround costs; `substitute`: the layer
+        or op written in its place, when there is one (the speed tables mark the run)."""
+        entry = {"id": str(id), "framework": self.framework, "summary": str(summary), "versions": str(versions),
+                 "found_by": str(found_by), "cost": str(cost), "substitute": str(substitute)}
+        found = self.result.setdefault("workarounds", [])
+        found[:] = [w for w in found if w.get("id") != entry["id"]] + [entry]  # a re-run cell replaces its own
+        return entry
 
     def note(self, text: str):
         self.result["notes"].append(text)

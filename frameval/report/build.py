@@ -16,6 +16,7 @@ from . import charts as ch
 from .audit import audit_table
 from .check import check_detail_table, check_table
 from .context import environment, metadata, reproduce
+from .defects import defects_table, install_table
 from .findings import findings
 from .guard import Problems, ReportError, one_line
 from .i18n import LANGS, TEMPLATES, Strings
@@ -213,6 +214,11 @@ def _context(a, S, problems, assets_dir) -> dict:
     found = findings(rows, wls, S, errors, check["failed"], audits, problems)
     env = problems.run(S("what_section", name=S("h_environment")), environment, rows, d["envs"], frameworks, S,
                        default=lambda it: {"error": it["text"], "machines": [], "frameworks": [], "freezes": []})
+    defects = problems.run(S("what_section", name=S("h_defects")), defects_table, rows, frameworks, S,
+                           default=lambda it: {"id": "table-defects", "error": it["text"], "headers": [], "rows": [],
+                                               "ids": [], "candidates": [], "versions_ran": []})
+    install = problems.run(S("what_table", name=S("h_install")), install_table, d["envs"], frameworks, S,
+                           default=lambda it: {"id": "table-install", "error": it["text"], "headers": [], "rows": []})
     meta = problems.run(S("what_section", name=S("h_metadata")), metadata, a, rows, d["plans"], env, frameworks,
                         d["multi_host"], S, a["now"], default=lambda it: [(S("meta_title"), a["title"])])
     repro = problems.run(S("what_section", name=S("h_reproduce")), reproduce, a, d["plans"], frameworks, d["envs"],
@@ -228,7 +234,7 @@ def _context(a, S, problems, assets_dir) -> dict:
         "notes_md": notes_markdown(notes_md), "notes_html": problems.run(S("what_notes"), notes_html, notes_md, default="")
         if notes_md else "",
         "summary_assets": assets, "env": env, "sections": sections, "audits": audits, "check": check,
-        "code": code, "errors": errors, "reproduce": repro, "multi_host": d["multi_host"], "hosts": d["hosts"],
+        "code": code, "errors": errors, "reproduce": repro, "defects": defects, "install": install, "multi_host": d["multi_host"], "hosts": d["hosts"],
         "name": a["name"], "generated": a["now"].isoformat(timespec="seconds"),
         "_info": {"runs": len(rows), "failed": n_failed, "check_failed": len([w for w in rows if w["check_failed"]]),
                   "findings": [f["text"] for f in found], "warnings": warnings,

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from . import fmt
 from .check import check_summary
+from .defects import mark_substitute
 from .model import cell, d_, fastest_by_device, final, header, l_, speed_ratio
 from .spec import audit_count, framework_name, match_counts
 
@@ -103,7 +104,7 @@ def _line(w, c):
     if c["opt"]["host"]:
         cells.append(cell(w["host"] or fmt.NA, w["host"]))
     cells += [status_cell(w, S), cell(fmt.seconds(w["first"]), fmt.num(w["first"]), "na" if fmt.is_na(w["first"]) else ""),
-              steady_cell(w, S), _sps_cell(w)]
+              steady_cell(w, S), mark_substitute(_sps_cell(w), w, S)]
     b = c["best"].get(w["device"])
     ratio = speed_ratio(w, b)
     cells.append(cell(fmt.ratio(ratio), ratio, "best" if w is b else "") if ratio is not None else cell(fmt.NA, None, "na"))

@@ -1,0 +1,247 @@
+"""The framework defects frameval works around, each with a runnable reproduction.
+
+`defects/<framework>/<id>.py` is the smallest standalone script that shows one
+defect in that framework's environment: it prints its numbers, then a line
+`defect present` or `defect fixed`, and exits 1 or 0 to match. A notebook (or
+the framework's support module) that applies the workaround declares it with
+`rec.workaround("<id>", ...)`, the same id.
+
+`python3 run_all.py defects [--frameworks ...]` runs every script in its
+framework's environment (`run_env` takes any environment, so other versions can
+be added), prints present / fixed / could not run, and stores the table per
+framework version under the user cache (`defects/<framework>-<version>.json`),
+where the report reads it. A defect fixed in the pinned version makes its
+workaround a candidate for removal, and the command says so.
+
+Standard library only: it runs before the runner environment exists.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .files import atomic_write_json
+from .paths import user_cache_dir
+from .workloads import FRAMEWORKS, OPT_IN_FRAMEWORKS, canonical_framework
+
+REPO = Path(__file__).resolve().parent.parent
+DEFECTS_DIR = REPO / "defects"
+PRESENT, FIXED, NOT_RUN = "present", "fixed", "could not run"
+TIMEOUT_S = 300
+# Where a workaround is applied, by the code that applies it: a notebook or
+# support module matching the pattern must declare the workaround there
+# (tests/test_defects.py). Measurements (no workaround) are not listed.
+APPLIED = {
+    ("torch", "inductor-layout-opt-conv-grad"): r"layout_optimization\s*=\s*False",
+    ("torch", "dynamo-backward-in-step"): r"trace_autograd_ops\s*=\s*True",
+    ("torch", "dynamo-lstm-allow-rnn"): r"recurrence written in torch ops",
+    ("megengine", "lstm-weight-grad"): r"class LSTM\(M\.Module\)",
+    ("megengine", "max-pool-tied-grad"): r"F\.indexing_one_hot\(",
+    ("megengine", "batchnorm-backward-precision"): r"fw\.BatchNorm2d\(",
+    ("mxnet", "deconv-1ch-input-grad"): r"F\.Convolution\(",
+    ("mxnet", "adam-eps"): r"fw\.Adam\(",
+    ("mindspore", "adam-eps"): r"fw\.Adam\(",
+    ("mindspore", "deconv-pad-output-padding"): r"2:-1, 2:-1\]",
+    ("mindspore", "onednn-reference-conv"): r"setdefault\(\"ONEDNN_MAX_CPU_ISA\"",
+    ("mindspore", "set-data-detaches-adam"): r"fw\.assign\(",
+    ("paddle", "to-static-whole-step"): r"why=\"the Adam update runs in the dynamic graph",
+    ("tensorflow", "adam-eps"): r"fw\.SpecAdam\(",
+    ("tensorflow", "same-padding-asymmetric"): r"ZeroPadding2D\(2\)",
+    ("jax", "flax-batchnorm-biased-var"): r"fw\.SpecBatchNorm\(",
+}
+
+
+@dataclass(frozen=True)
+class Defect:
+    framework: str
+    id: str
+    path: Path
+
+    @property
+    def title(self) -> str:
+        """The script's docstring's first line."""
+        m = re.search(r'"""(.+?)\n', self.path.read_text(encoding="utf-8"))
+        return m.group(1).strip() if m else self.id
+
+
+def catalogue(frameworks=None) -> list:
+    """Every reproduction under defects/, in framework order."""
+    order = list(FRAMEWORKS) + list(OPT_IN_FRAMEWORKS)
+    out = [Defect(p.parent.name, p.stem, p) for p in sorted(DEFECTS_DIR.glob("*/*.py"))]
+    out = [d for d in out if frameworks is None or d.framework in frameworks]
+    return sorted(out, key=lambda d: (order.index(d.framework) if d.framework in order else 99, d.id))
+
+
+def workaround_sites(framework: str) -> dict:
+    """{workaround id: [files that declare it]} in the framework's notebooks and support module."""
+    files = sorted((REPO / "notebooks" / framework).glob("*.ipynb")) + [REPO / "frameval" / "fw" / f"{framework}_support.py"]
+    found: dict = {}
+    for f in files:
+        if f.is_file():
+            for wid in re.findall(r"rec\.workaround\(\s*\\?[\"']([\w.-]+)", f.read_text(encoding="utf-8")):
+                found.setdefault(wid, []).append(str(f.relative_to(REPO)))
+    return found
+
+
+# ------------------------------------------------------------------ running
+def classify(returncode: int, output: str) -> str:
+    """present / fixed only when the exit status and the printed verdict agree;
+    anything else (an import error, a crash, a timeout) is "could not run"."""
+    said = re.findall(r"^defect (present|fixed)\b", output, flags=re.M)
+    if returncode == 1 and said[-1:] == [PRESENT]:
+        return PRESENT
+    if returncode == 0 and said[-1:] == [FIXED]:
+        return FIXED
+    return NOT_RUN
+
+
+def run_one(defect: Defect, python, timeout: float = TIMEOUT_S) -> dict:
+    """Run one reproduction with `python`, in a scratch folder, two threads."""
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "2"))
+    env.pop("PYTHONPATH", None)  # standalone: nothing of frameval's
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="frameval-defect-") as tmp:
+        try:
+            p = subprocess.run([str(python), str(defect.path)], cwd=tmp, env=env, capture_output=True, text=True,
+                               timeout=timeout, stdin=subprocess.DEVNULL)
+            code, out, err = p.returncode, p.stdout, p.stderr
+        except subprocess.TimeoutExpired as e:
+            code, out = None, (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+            err = f"timed out after {timeout:g} s"
+        except OSError as e:
+            code, out, err = None, "", f"{type(e).__name__}: {e}"
+    status = classify(code, out) if code is not None else NOT_RUN
+    version = next(iter(re.findall(r"^version:\s*(\S+)", out, flags=re.M)), None)
+    said = [ln for ln in out.splitlines() if ln.startswith("no verdict")]  # the script's own reason
+    why = "" if status != NOT_RUN else (said or err.strip().splitlines() or [f"exit {code}"])[-1][:300]
+    return {"framework": defect.framework, "id": defect.id, "title": defect.title, "status": status, "exit": code,
+            "seconds": round(time.perf_counter() - t0, 1), "version": version, "why": why,
+            "output": out.strip()[-1500:], "script": str(defect.path.relative_to(REPO))}
+
+
+def run_env(framework: str, env, defects=None, label: str = "", echo=print) -> dict:
+    """Every reproduction of `framework` in one environment (an envs.Env, or
+    anything with `.python`): {"framework", "version", "label", "results", ...}."""
+    results = []
+    for d in defects if defects is not None else catalogue([framework]):
+        r = run_one(d, env.python)
+        echo(f"  {framework}/{d.id}: {r['status']} ({r['seconds']:.0f} s)" + (f": {r['why']}" if r["why"] else ""))
+        results.append(r)
+    versions = sorted({r["version"] for r in results if r["version"]})
+    key = getattr(getattr(env, "spec", None), "key", None)
+    return {"framework": framework, "version": versions[0] if versions else None, "label": label or "pinned",
+            "env_key": key, "python": str(env.python), "ran": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "results": results}
+
+
+# ------------------------------------------------------------------ the stored tables
+def status_dir() -> Path:
+    return user_cache_dir() / "defects"
+
+
+def store(table: dict, root=None) -> Path:
+    root = Path(root or status_dir())
+    root.mkdir(parents=True, exist_ok=True)
+    name = f"{table['framework']}-{re.sub(r'[^A-Za-z0-9._+-]', '_', str(table.get('version') or 'unknown'))}.json"
+    return atomic_write_json(root / name, table)
+
+
+def load_tables(root=None) -> list:
+    """Every stored table (one per framework version that ran), newest last."""
+    out = []
+    for f in sorted(Path(root or status_dir()).glob("*.json")):
+        try:
+            t = json.loads(f.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(t, dict) and isinstance(t.get("results"), list):
+            out.append(t)
+    return sorted(out, key=lambda t: str(t.get("ran") or ""))
+
+
+def removal_candidates(table: dict) -> list:
+    """Workarounds whose defect is fixed in this (pinned) version: lines to print."""
+    if table.get("label") != "pinned":
+        return []
+    sites = workaround_sites(table["framework"])
+    return [f"{table['framework']} {table.get('version')}: {r['id']} is fixed; its workaround "
+            f"({', '.join(sites[r['id']])}) is a candidate for removal"
+            for r in table["results"] if r["status"] == FIXED and r["id"] in sites]
+
+
+def format_table(tables) -> str:
+    rows = [("framework", "version", "defect", "status", "s")]
+    for t in tables:
+        for r in t["results"]:
+            rows.append((t["framework"], str(t.get("version") or "?"), r["id"],
+                         r["status"] + (f" ({r['why']})" if r["why"] else ""), f"{r['seconds']:.0f}"))
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row[:4], widths)) + "  " + row[4] for row in rows)
+
+
+# ------------------------------------------------------------------ the command
+def _fail(msg):
+    print(f"frameval: error: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
+def parse_frameworks(text: str) -> list:
+    if text in ("", "all"):
+        return list(FRAMEWORKS)
+    out = []
+    for name in text.split(","):
+        fw = canonical_framework(name.strip())
+        if fw not in FRAMEWORKS + OPT_IN_FRAMEWORKS:
+            _fail(f"--frameworks: unknown framework {name.strip()!r}; choose from "
+                  f"{', '.join(FRAMEWORKS + OPT_IN_FRAMEWORKS)}")
+        if not catalogue([fw]):
+            _fail(f"--frameworks: {fw} has no reproductions under defects/{fw}/")
+        out.append(fw)
+    return list(dict.fromkeys(out))
+
+
+def main(argv) -> int:
+    p = argparse.ArgumentParser(prog="run_all.py defects",
+                                description="Run each framework defect's reproduction (defects/<framework>/<id>.py) "
+                                            "in its environment and print present / fixed / could not run.")
+    p.add_argument("--frameworks", default="all", metavar="LIST",
+                   help=f"comma-separated, or all (default): {', '.join(FRAMEWORKS)} (also: {', '.join(OPT_IN_FRAMEWORKS)})")
+    p.add_argument("--env-backend", default="auto", help="auto, conda or venv (as for the main command)")
+    args = p.parse_args(argv)
+    fws = parse_frameworks(args.frameworks)
+    if args.env_backend not in ("auto", "conda", "venv"):
+        _fail(f"--env-backend {args.env_backend!r}: choose auto, conda or venv")
+    from .bootstrap import ensure_runner
+    ensure_runner(["defects", *argv], backend=args.env_backend)  # its uv builds what is missing
+    from .envs import ensure_frameworks
+    say = lambda m: print(f"frameval: {m}", flush=True)  # noqa: E731
+    envs = ensure_frameworks(fws, "cpu", args.env_backend, echo=say)
+    tables, unbuilt = [], []
+    for fw in fws:
+        env = envs.get(fw)
+        if isinstance(env, Exception) or env is None:
+            unbuilt.append(fw)
+            say(f"{fw}: environment could not be built: {str(env).splitlines()[0] if env else 'unknown'}")
+            tables.append({"framework": fw, "version": None, "label": "pinned", "results": [
+                {"id": d.id, "status": NOT_RUN, "why": "environment not built", "seconds": 0.0} for d in catalogue([fw])]})
+            continue
+        say(f"{fw}: running {len(catalogue([fw]))} reproduction(s) in {env.prefix}")
+        t = run_env(fw, env, echo=say)
+        say(f"{fw}: stored {store(t)}")
+        tables.append(t)
+    print()
+    print(format_table(tables))
+    for line in (ln for t in tables for ln in removal_candidates(t)):
+        print(f"frameval: {line}")
+    bad = [f"{t['framework']}/{r['id']}" for t in tables for r in t["results"] if r["status"] == NOT_RUN]
+    if bad:
+        print(f"frameval: could not run: {', '.join(bad)}")
+    return 1 if bad else 0
