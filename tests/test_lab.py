@@ -232,6 +232,7 @@ def test_teaching_session_ends_in_a_report_and_the_clone_stays_clean(tmp_path):
     assert (REPO / "notebooks/torch/lstm.ipynb").read_bytes() == real_before
 
 
+@pytest.mark.fast
 def test_hand_runs_are_kept_apart_by_their_parameters(tmp_path, capsys):
     d = dict(mode="eager", device="cpu", epochs=20, batch_size=32, lr=0.001, seed=0, threads=0,
              max_train_samples=0, window=20, hidden=32, series="co2", out_dir="")
@@ -254,6 +255,7 @@ def test_hand_runs_are_kept_apart_by_their_parameters(tmp_path, capsys):
     assert plan["hand_runs"] and plan["runs"] == []
 
 
+@pytest.mark.fast
 def test_working_copy_refresh_rules(tmp_path):
     src, dst, said = tmp_path / "repo", tmp_path / "copy", []
     (src / "torch").mkdir(parents=True)
@@ -277,6 +279,7 @@ def test_working_copy_refresh_rules(tmp_path):
     assert (dst / "torch" / "b.ipynb").read_text() == "v2"
 
 
+@pytest.mark.fast
 def test_post_save_hook_copies_only_into_hand_runs(tmp_path, monkeypatch):
     monkeypatch.setenv("FRAMEVAL_HAND_RUNS", str(tmp_path / "hand"))
     run = tmp_path / "hand/runs/torch/lenet-eager"
@@ -296,6 +299,7 @@ def test_post_save_hook_copies_only_into_hand_runs(tmp_path, monkeypatch):
     assert not (elsewhere / "output.ipynb").exists()
 
 
+@pytest.mark.fast
 def test_lab_refuses_bad_input():
     p = subprocess.run([sys.executable, str(REPO / "run_all.py"), "lab", "--frameworks", "caffe"],
                        capture_output=True, text=True)

@@ -44,6 +44,7 @@ def tiny_spec(folder: Path, name: str, *pip, file: str = "") -> Path:
 
 
 # ------------------------------------------------------------ pip's settings
+@pytest.mark.fast
 def test_pip_settings_precedence_as_pip(monkeypatch):
     for var in [v for v in os.environ if v.startswith("PIP_")]:
         monkeypatch.delenv(var)
@@ -66,6 +67,7 @@ def test_pip_settings_precedence_as_pip(monkeypatch):
         assert env["SSL_CERT_FILE"] == "/etc/ca.pem"
 
 
+@pytest.mark.fast
 def test_pip_environment_variables_win(monkeypatch):
     monkeypatch.setenv("PIP_FIND_LINKS", "/from-env")
     monkeypatch.setenv("PIP_NO_INDEX", "1")
@@ -74,6 +76,7 @@ def test_pip_environment_variables_win(monkeypatch):
     assert ("--find-links", "/from-env") in list(zip(args, args[1:])) and "--no-index" in args
 
 
+@pytest.mark.fast
 def test_this_machines_pip_configuration_reaches_uv():
     """What `pip config list` says here appears in uv's arguments."""
     p = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True)
@@ -185,6 +188,7 @@ def test_parallel_builds_one_line_each_and_failure_names_its_log(cache, monkeypa
     assert not again["alpha"].built_now and not again["beta"].built_now
 
 
+@pytest.mark.fast
 def test_seed_packages_match_ensurepip():
     """A uv-built venv gets what `python -m venv` would add (pip, setuptools
     before 3.12) at ensurepip's versions, unless the spec names them."""
