@@ -333,8 +333,8 @@ def execute_all(pipe, env_by_fw) -> bool:
     a, say, out = pipe.args, pipe.say, pipe.out
     n, failed, todo = len(pipe.runs), False, []
     for i, run in enumerate(pipe.runs, 1):
-        d = results.run_dir(out, run.framework, run.workload, run.mode, run.device, run.repeat)
-        env = env_by_fw.get(run.framework)
+        d = results.run_dir(out, run.fw_key, run.workload, run.mode, run.device, run.repeat)
+        env = env_by_fw.get(run.fw_key)
         label = f"[{i}/{n}] {run.name}" + ("" if run.repeat == 1 else f" repeat {run.repeat}")
         if not isinstance(env, envs.Env):
             results.write_result(d, results.failure_record(
