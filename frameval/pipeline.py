@@ -278,7 +278,8 @@ class Pipeline:
         params = {"sources": [str(Path(s).resolve()) for s in sources], "out_dir": str(self.out),
                   "lang": a.lang, "title": a.title, "author": a.author,
                   "notes_file": str(Path(a.notes).resolve()) if a.notes else "", "name": a.name,
-                  "command": "python3 run_all.py " + " ".join(_quote(x) for x in self.argv)}
+                  "command": "python3 run_all.py " + " ".join(_quote(x) for x in self.argv),
+                  "threshold": getattr(a, "threshold", 0.10)}
         self.out.mkdir(parents=True, exist_ok=True)
         t0 = time.perf_counter()
         log = self.out / ".collect.log"
