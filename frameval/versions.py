@@ -97,7 +97,10 @@ def pinned_spec(spec, version: str):
         raise PinError(f"{spec.path.name}: names no framework package whose version could be replaced")
     marker = line.split(";", 1)[1] if ";" in line else ""
     new = f"{package}=={version}" + (f"; {marker.strip()}" if marker else "")
-    return replace(spec, pip=tuple(new if ln == line else ln for ln in spec.pip))
+    # the recorded spec text says what was built (the report's reproduce section shows it)
+    text = re.sub(rf"(?m)^(\s*-\s*){re.escape(line)}[ \t]*$", lambda m: m.group(1) + new, spec.text, count=1)
+    text = f"# frameval: {package} pinned to {version} (--frameworks), in place of {spec.path.name}'s {line}\n" + text
+    return replace(spec, pip=tuple(new if ln == line else ln for ln in spec.pip), text=text)
 
 
 def framework_spec(fw_key: str, device: str = "cpu"):
