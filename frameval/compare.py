@@ -90,7 +90,8 @@ def mann_whitney(a, b):
     from scipy.stats import mannwhitneyu
     ties = len(set(a) | set(b)) < len(a) + len(b)
     method = "exact" if not ties and max(len(a), len(b)) <= 20 else "asymptotic"
-    return float(mannwhitneyu(a, b, alternative="two-sided", method=method).pvalue)
+    p = float(mannwhitneyu(a, b, alternative="two-sided", method=method).pvalue)
+    return p if math.isfinite(p) else 1.0  # all values equal: no evidence of a change
 
 
 def verdict(a, b, threshold: float = DEFAULT_THRESHOLD, p_threshold: float = P_THRESHOLD) -> dict:
