@@ -119,3 +119,20 @@ def test_index_check_reads_the_users_pip_settings(tmp_path):
                              timeout=120).stdout.strip() for v in ("3.3.0", "3.2.0")}
     assert "paddlepaddle 3.3.0 is not in the package index" in got["3.3.0"] and "it has 3.2.0" in got["3.3.0"]
     assert got["3.2.0"] == "''"
+
+
+@pytest.mark.parametrize("entry, says", [
+    ("paddle>=3.2", "a version is given as FRAMEWORK==VERSION"),
+    ("all==3.2.2", "pin one framework at a time"),
+    ("nosuch==1.0", "unknown framework 'nosuch'"),
+])
+def test_bad_framework_entries_exit_2(entry, says, tmp_path):
+    p = run_all("--frameworks", entry, "--out", str(tmp_path / "x"), "--dry-run", timeout=120)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1 and says in p.stderr, p.stderr
+
+
+def test_plan_of_two_versions():
+    from frameval.plan import build_plan
+    runs = build_plan(f"paddle=={OLD},paddle,paddlepaddle=={NEW}", "lenet", "graph", "cpu", "quick", [], 2)
+    assert [(r.fw_key, r.repeat) for r in runs] == [(f"paddle@{OLD}", 1), (f"paddle@{OLD}", 2), ("paddle", 1), ("paddle", 2)]
+    assert runs[0].name == f"paddle@{OLD}/lenet-graph" and runs[0].notebook == runs[2].notebook
