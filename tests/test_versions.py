@@ -3,6 +3,7 @@ against 3.3.1 (envs/paddle.yml's own), both from the package index, LeNet at
 tiny sizes with repeats. The report names both versions in its tables, its
 "Version comparison" section's ratios equal the result files, and a verdict
 is printed. A pin the index does not have exits 2 before anything is built."""
+import html
 import json
 import os
 import statistics
@@ -80,7 +81,7 @@ def test_version_section_equals_the_result_files(two_versions):
     # 3 against 3 repeats can never reach p < 0.002: a change beyond 10% is not called, and the report says so
     assert v["verdict"] in ("same", "too_few") and cells[7] == "n/a (too few repeats)"
     want = {"same": "no significant change", "too_few": f"not called: {REPEATS} vs {REPEATS} repeats cannot reach p < 0.002"}
-    assert cells[11].strip("*⚠️ ").startswith(want[v["verdict"]]), cells[11]
+    assert html.unescape(cells[11].strip("*⚠️ ")).startswith(want[v["verdict"]]), cells[11]
     assert "use --repeats 7" in section or "Run with --repeats 7" in section
     assert cells[10].startswith("same")  # 3.2.2 and 3.3.1 compute LeNet's step alike, within the check's tolerance
 
