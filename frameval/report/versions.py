@@ -14,12 +14,14 @@ def version_key(v: str) -> list:
 
 
 def multi_version(rows) -> set:
-    """The frameworks that ran in more than one version."""
+    """The frameworks that ran in more than one version on one device of one
+    machine (a CUDA build on a GPU box beside a CPU build elsewhere is not a
+    version comparison)."""
     seen: dict = {}
     for w in rows:
         if w.get("version"):
-            seen.setdefault(w["fw"], set()).add(w["version"])
-    return {fw for fw, vs in seen.items() if len(vs) > 1}
+            seen.setdefault((w["fw"], w["device"], w["host"] or ""), set()).add(w["version"])
+    return {k[0] for k, vs in seen.items() if len(vs) > 1}
 
 
 def name_versions(rows) -> None:
@@ -39,8 +41,9 @@ def version_lines(rows) -> list:
     """[{"framework", "workload", "mode", "device", "a", "b", "runs_a", "runs_b"}]:
     each later version against the earliest, per workload, mode, device and machine."""
     groups: dict = {}
+    multi = multi_version(rows)
     for w in rows:
-        if w["fw"] in multi_version(rows) and w.get("version"):
+        if w["fw"] in multi and w.get("version"):
             k = (w["workload"], w["fw"], w["mode"], w["device"], w["host"] or "")
             groups.setdefault(k, {}).setdefault(w["version"], []).append(w)
     lines = []
