@@ -29,6 +29,8 @@ EPILOG = """examples:
   python3 run_all.py --frameworks torch --python torch=~/venvs/torch/bin/python   your own environment
   python3 run_all.py test                             the test suite (CI); test --fast: the unit-level tests
   python3 run_all.py lab                              JupyterLab on notebooks/ with every kernel
+  python3 run_all.py --frameworks paddle==3.2.2,paddle --workloads lenet --repeats 7   two versions, with a verdict
+  python3 run_all.py compare reports/before reports/after   did it get faster? (docs/compare.md)
   python3 run_all.py bench overhead                   a benchmark (bench/), in the runner environment
   python3 run_all.py defects                          each framework defect's reproduction: present / fixed
 """
@@ -40,7 +42,9 @@ def parser() -> argparse.ArgumentParser:
         description="frameval: run the framework x workload notebooks with papermill, each in its "
                     "framework's own environment, and write report.md / report.html.")
     p.add_argument("--frameworks", default="all", metavar="LIST",
-                   help=f"comma-separated frameworks, or all (default): {', '.join(FRAMEWORKS)}")
+                   help=f"comma-separated frameworks, or all (default): {', '.join(FRAMEWORKS)}; "
+                        "FW==VERSION runs another version of FW beside its spec's, e.g. paddle==3.2.2,paddle "
+                        "(docs/compare.md)")
     p.add_argument("--workloads", default="all", metavar="LIST",
                    help=f"comma-separated workloads, or all (default): {', '.join(WORKLOADS)}")
     p.add_argument("--mode", default="graph", help="graph (compiled, default), eager, or both")
@@ -56,6 +60,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--name", default="report", help="report file name without extension (default report)")
     p.add_argument("--repeats", type=int, default=1, metavar="N",
                    help="run each notebook N times, each in a fresh kernel (default 1)")
+    p.add_argument("--threshold", type=float, default=0.10, metavar="F",
+                   help="version comparison: call a change faster/slower only when it is larger than this "
+                        "fraction (default 0.10) and significant across repeats (docs/compare.md)")
     p.add_argument("--timeout", type=float, default=1800, metavar="S",
                    help="kill a run after S seconds and record it as failed (default 1800)")
     p.add_argument("--force", nargs="?", const="all", default=None, metavar="RUNS",
@@ -247,10 +254,18 @@ def validate(args) -> list:
         runs = build_plan(args.frameworks, args.workloads, args.mode, args.device, args.profile, params, args.repeats)
     except PlanError as e:
         fail(str(e))
+    if not args.report_only:  # a pinned version the index does not have: one line, before anything is built
+        from .versions import check_pins
+        why = check_pins([(r.framework, r.pin) for r in runs if r.pin], args.device, args.env_backend)
+        if why:
+            fail(why)
+    if not 0 < args.threshold < 10:
+        fail(f"--threshold {args.threshold:g}: a fraction between 0 and 10, e.g. 0.1 for 10%")
     users = check_user_pythons(args, runs) if args.pythons else {"pythons": {}, "probes": {}}
     args.user_pythons, args.user_probes = users["pythons"], users["probes"]
     if args.force and args.force != "all":
-        names = {r.framework for r in runs} | {f"{r.framework}/{r.workload}" for r in runs} | {r.name for r in runs}
+        names = ({r.framework for r in runs} | {r.fw_key for r in runs} | {f"{r.fw_key}/{r.workload}" for r in runs}
+                 | {f"{r.framework}/{r.workload}" for r in runs} | {r.name for r in runs})
         for f in args.force.split(","):
             if f.strip() not in names:
                 fail(f"--force {f.strip()!r}: matches no planned run (e.g. torch or torch/lenet)")
@@ -268,6 +283,9 @@ def main(argv=None) -> int:
     if argv[:1] == ["defects"]:
         from .defects import main as defects_main
         return defects_main(argv[1:])
+    if argv[:1] == ["compare"]:
+        from .compare_cli import main as compare_main
+        return compare_main(argv[1:])
     if argv[:1] == ["lab"]:
         from .lab import main as lab_main
         return lab_main(argv[1:])
@@ -275,7 +293,7 @@ def main(argv=None) -> int:
     runs = validate(args)
     from .bootstrap import ensure_runner
     prebuild = [] if (args.dry_run or args.report_only) else [
-        (fw, args.device) for fw in dict.fromkeys(r.framework for r in runs) if fw not in args.user_pythons]
+        (fw, args.device) for fw in dict.fromkeys(r.fw_key for r in runs) if fw not in args.user_pythons]
     # re-executes inside the runner env if needed (building it, and the framework envs beside it)
     ensure_runner(argv, backend=args.env_backend, prebuild=prebuild)
     os.environ.pop(PROBES_VAR, None)

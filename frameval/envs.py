@@ -42,6 +42,7 @@ from .files import atomic_write
 from .locks import file_lock
 from .paths import envs_dir, user_cache_dir
 from .workloads import DISPLAY_NAMES
+from .versions import framework_spec, kernel_suffix, key, split_key
 
 REPO = Path(__file__).resolve().parent.parent
 # FRAMEVAL_ENV_SPECS points at another folder of <fw>.yml specs (custom pins; the tests' broken env).
@@ -743,12 +744,16 @@ def _kernel_extra(framework: str, device: str) -> dict:
 
 def ensure_framework(framework: str, device: str = "cpu", backend: str = "auto", echo=print,
                      announce: bool = True) -> Env:
-    """Build (or reuse) one framework's environment and register its kernel."""
-    spec = parse_spec(spec_path(framework, device))
+    """Build (or reuse) one framework's environment and register its kernel.
+    `framework` may be a pinned version's key, "paddle@3.2.2" (frameval/versions.py):
+    the spec with that pin, its own kernel."""
+    framework, version = split_key(framework)
+    spec = framework_spec(key(framework, version), device)
     env = ensure_env(spec, choose_backend(backend), echo=echo, announce=announce)
-    env.kernel = kernel_name(framework, device)
+    env.kernel = kernel_name(framework, device) + kernel_suffix(version)
     register_kernel(env, env.kernel,
-                    f"frameval · {DISPLAY.get(framework, framework)}" + (" (GPU)" if device == "gpu" else ""),
+                    f"frameval · {DISPLAY.get(framework, framework)}" + (f" {version}" if version else "")
+                    + (" (GPU)" if device == "gpu" else ""),
                     _kernel_extra(framework, device))
     return env
 
@@ -768,9 +773,9 @@ def ensure_frameworks(frameworks, device: str = "cpu", backend: str = "auto", ec
         if fw in user_pythons:
             continue
         try:
-            if not env_for(parse_spec(spec_path(fw, device)), b).ready:
+            if not env_for(framework_spec(fw, device), b).ready:
                 pending.append(fw)
-        except SpecError:
+        except ValueError:  # SpecError, PinError
             pass  # reported by its own job
     if pending:
         how = installer_name(echo) if b.NAME == "venv" else b.NAME  # uv found or bootstrapped once, up front

@@ -107,6 +107,7 @@ class Pipeline:
         notes = sorted({n for r in self.runs for n in r.profile_notes})
         plan = {"command": "python3 run_all.py " + " ".join(_quote(x) for x in self.argv),
                 "profile": self.args.profile, "frameworks": sorted({r.framework for r in self.runs}),
+                "framework_pins": sorted({r.fw_key for r in self.runs if r.pin}),
                 "workloads": sorted({r.workload for r in self.runs}), "modes": sorted({r.mode for r in self.runs}),
                 "device": self.args.device, "overrides": self.args.param, "repeats": self.args.repeats,
                 "profile_notes": notes, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -125,7 +126,7 @@ class Pipeline:
         user's own, --python): one progress line each, a failed one naming its log."""
         from .bootstrap import register_runner_kernel
         register_runner_kernel(self.args.env_backend)
-        fws = list(dict.fromkeys(r.framework for r in self.runs))
+        fws = list(dict.fromkeys(r.fw_key for r in self.runs))
         users = getattr(self.args, "user_pythons", {}) or {}
 
         def done(fw, env, secs):
@@ -134,7 +135,7 @@ class Pipeline:
                 return
             spec = env.spec
             files.atomic_write_json(self.out / files.ENVIRONMENTS / f"{fw}.json", {
-                "framework": fw, "spec_name": spec.name, "spec_path": _rel(spec.path),
+                "framework": fw.partition("@")[0], "fw_key": fw, "spec_name": spec.name, "spec_path": _rel(spec.path),
                 "spec_text": spec.text, "key": spec.key, "backend": env.backend, "python": spec.python,
                 "prefix": str(env.prefix), "freeze": env.freeze, "kernel": env.kernel, **env.info(),
                 **env.result_fields()})
@@ -162,27 +163,28 @@ class Pipeline:
         if f == "all":
             return True
         names = {x.strip() for x in f.split(",")}
-        return bool(names & {run.framework, f"{run.framework}/{run.workload}", run.name})
+        return bool(names & {run.framework, run.fw_key, f"{run.framework}/{run.workload}", f"{run.fw_key}/{run.workload}",
+                              run.name})
 
     def dry_run(self) -> int:
         self.say(f"frameval: plan for {self.out} ({len(self.runs)} runs, profile {self.args.profile}):")
         users, user_keys = getattr(self.args, "user_pythons", {}) or {}, {}
         n_execute = 0
         for i, run in enumerate(self.runs, 1):
-            env = envs.env_for(envs.parse_spec(envs.spec_path(run.framework, run.device)),
+            env = envs.env_for(envs.framework_spec(run.fw_key, run.device),
                                envs.choose_backend(self.args.env_backend))
-            if run.framework in users:  # the user's own environment: its freeze now
-                if run.framework not in user_keys:
-                    probe = (getattr(self.args, "user_probes", {}) or {}).get(run.framework) or {}
-                    user_keys[run.framework] = envs.Env(
-                        env.spec, Path(probe.get("prefix", "")), "user", python_path=Path(users[run.framework]),
-                        user=dict(probe, freeze=envs.user_freeze(users[run.framework]))).key_text
-                parts = execute.key_parts(run, user_keys[run.framework])
+            if run.fw_key in users:  # the user's own environment: its freeze now
+                if run.fw_key not in user_keys:
+                    probe = (getattr(self.args, "user_probes", {}) or {}).get(run.fw_key) or {}
+                    user_keys[run.fw_key] = envs.Env(
+                        env.spec, Path(probe.get("prefix", "")), "user", python_path=Path(users[run.fw_key]),
+                        user=dict(probe, freeze=envs.user_freeze(users[run.fw_key]))).key_text
+                parts = execute.key_parts(run, user_keys[run.fw_key])
             else:
                 parts = execute.key_parts(run, env.freeze if env.ready else "")
-            d = results.run_dir(self.out, run.framework, run.workload, run.mode, run.device, run.repeat)
+            d = results.run_dir(self.out, run.fw_key, run.workload, run.mode, run.device, run.repeat)
             dec = execute.decide(run, d, parts, self._forced(run))
-            extra = "" if env.ready or run.framework in users else " (environment not built yet)"
+            extra = "" if env.ready or run.fw_key in users else " (environment not built yet)"
             n_execute += dec.execute
             self.say(f"  [{i}/{len(self.runs)}] {run.name}{'' if run.repeat == 1 else f' repeat {run.repeat}'}: "
                      f"{'execute' if dec.execute else 'reuse'} ({dec.why}){extra}")
@@ -197,8 +199,8 @@ class Pipeline:
         Decision). Decision is None when the environment did not build (the run
         is recorded as failed here); a Decision that does not execute has
         marked the earlier result reused."""
-        d = results.run_dir(self.out, run.framework, run.workload, run.mode, run.device, run.repeat)
-        env = env_by_fw.get(run.framework)
+        d = results.run_dir(self.out, run.fw_key, run.workload, run.mode, run.device, run.repeat)
+        env = env_by_fw.get(run.fw_key)
         label = f"[{i}/{len(self.runs)}] {run.name}" + ("" if run.repeat == 1 else f" repeat {run.repeat}")
         if not isinstance(env, envs.Env):
             results.write_result(d, results.failure_record(
@@ -247,7 +249,7 @@ class Pipeline:
     def _any_failed(self) -> bool:
         """Any planned run whose result is not ok (other runs in the folder do not count)."""
         for run in self.runs:
-            p = results.run_dir(self.out, run.framework, run.workload, run.mode, run.device, run.repeat) / results.RESULT
+            p = results.run_dir(self.out, run.fw_key, run.workload, run.mode, run.device, run.repeat) / results.RESULT
             if not p.exists() or results.read_result(p).get("status") != "ok":
                 return True
         return False
@@ -257,10 +259,10 @@ class Pipeline:
         if self.args.repeats <= 1:
             return
         for run in (r for r in self.runs if r.repeat == 1):
-            first = results.run_dir(self.out, run.framework, run.workload, run.mode, run.device)
+            first = results.run_dir(self.out, run.fw_key, run.workload, run.mode, run.device)
             steady = []
             for k in range(1, self.args.repeats + 1):
-                p = results.run_dir(self.out, run.framework, run.workload, run.mode, run.device, k) / results.RESULT
+                p = results.run_dir(self.out, run.fw_key, run.workload, run.mode, run.device, k) / results.RESULT
                 if p.exists():
                     r = results.read_result(p)
                     if r.get("status") == "ok":
@@ -279,7 +281,8 @@ class Pipeline:
         params = {"sources": [str(Path(s).resolve()) for s in sources], "out_dir": str(self.out),
                   "lang": a.lang, "title": a.title, "author": a.author,
                   "notes_file": str(Path(a.notes).resolve()) if a.notes else "", "name": a.name,
-                  "command": "python3 run_all.py " + " ".join(_quote(x) for x in self.argv)}
+                  "command": "python3 run_all.py " + " ".join(_quote(x) for x in self.argv),
+                  "threshold": getattr(a, "threshold", 0.10)}
         self.out.mkdir(parents=True, exist_ok=True)
         t0 = time.perf_counter()
         log = self.out / ".collect.log"

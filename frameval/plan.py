@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import notebook as nbfile
+from . import versions
 from .workloads import (WORKLOAD_PARAMS, DEVICES, FRAMEWORKS, OPT_IN_FRAMEWORKS, MODES, PROFILE_FRAMEWORK_OVERRIDES, PROFILES, WORKLOADS,
                         canonical_framework)
 
@@ -46,10 +47,17 @@ class Run:
     profile: str
     repeat: int = 1
     profile_notes: list = field(default_factory=list)
+    pin: str = ""  # a framework version other than its spec's (--frameworks paddle==3.2.2)
+
+    @property
+    def fw_key(self) -> str:
+        """The framework as planned: "paddle", or "paddle@3.2.2" for a pinned version
+        (its run folders, environment and kernel are its own)."""
+        return versions.key(self.framework, self.pin)
 
     @property
     def name(self) -> str:
-        return f"{self.framework}/{self.workload}-{self.mode}" + ("-gpu" if self.device == "gpu" else "")
+        return f"{self.fw_key}/{self.workload}-{self.mode}" + ("-gpu" if self.device == "gpu" else "")
 
 
 def notebook_path(framework: str, workload: str) -> Path:
@@ -125,7 +133,8 @@ def coerce(key: str, raw, default, where: str):
 
 def build_plan(frameworks: str = "all", workloads: str = "all", mode: str = "graph", device: str = "cpu",
                profile: str = "quick", overrides=None, repeats: int = 1) -> list:
-    fws = split_list(frameworks, FRAMEWORKS, "framework", canonical_framework, OPT_IN_FRAMEWORKS)
+    entries = framework_entries(frameworks, device)
+    fws = list(dict.fromkeys(fw for fw, _ in entries))
     wls = split_list(workloads, WORKLOADS, "workload")
     if mode not in (*MODES, "both"):
         raise PlanError(f"unknown mode {mode!r}; choose from graph, eager, both")
@@ -159,7 +168,7 @@ def build_plan(frameworks: str = "all", workloads: str = "all", mode: str = "gra
                 raise PlanError(f"-p {(scope + '.') if scope else ''}{key}: unknown parameter"
                                 f"{' for ' + scope if scope else ''}; known: {', '.join(takes)}")
     runs = []
-    for fw in fws:
+    for fw, pin in entries:
         for wl in wls:
             path, defaults = notebook_path(fw, wl), cells[fw, wl]
             params, notes = dict(defaults), []
@@ -176,5 +185,26 @@ def build_plan(frameworks: str = "all", workloads: str = "all", mode: str = "gra
                 p = dict(params, mode=m, device=device)
                 for k in range(1, repeats + 1):
                     runs.append(Run(fw, wl, m, device, p, path, profile, k,
-                                    [f"{fw} {wl}: smaller {profile} size ({', '.join(notes)}) for a slow CPU kernel"] if notes else []))
+                                    [f"{fw} {wl}: smaller {profile} size ({', '.join(notes)}) for a slow CPU kernel"] if notes else [],
+                                    pin=pin))
     return runs
+
+
+def framework_entries(frameworks: str, device: str = "cpu") -> list:
+    """[(framework, pin)] from --frameworks: "all", names, aliases and
+    FRAMEWORK==VERSION pins; a pin equal to the spec's own is the bare name."""
+    out = []
+    for raw in (frameworks or "").split(","):
+        if not raw.strip():
+            continue
+        try:
+            name, pin = versions.parse_entry(raw)
+            if pin and name == "all":
+                raise versions.PinError(f"--frameworks {raw.strip()!r}: pin one framework at a time, e.g. paddle==3.2.2")
+            fws = split_list(name, FRAMEWORKS, "framework", canonical_framework, OPT_IN_FRAMEWORKS)
+            out += [(fw, versions.normalise(fw, pin, device)) for fw in fws]
+        except versions.PinError as e:
+            raise PlanError(str(e)) from None
+    if not out:
+        raise PlanError("no framework given")
+    return list(dict.fromkeys(out))

@@ -370,7 +370,7 @@ def test_collect_notebook(tmp_path):
     nb = read(REPO / "notebooks" / "collect.ipynb")
     assert not has_outputs(nb)
     assert parameters(nb) == {"sources": [], "out_dir": "", "lang": "en", "title": "", "author": "",
-                              "notes_file": "", "name": "report", "command": ""}
+                              "notes_file": "", "name": "report", "command": "", "threshold": 0.10}
     assert nb["metadata"]["kernelspec"]["name"] == "python3"
     pytest.importorskip("papermill")
     params = {"sources": [str(s) for s in SOURCES], "out_dir": str(tmp_path), "lang": "zh", "name": "col",

@@ -133,7 +133,7 @@ def programs(*static_layers):
 
 
 WHOLE_STEP_ERROR = ("paddle.jit.to_static(full_graph=True) of the whole step (forward, loss.backward(), opt.step()) "
-                    "fails in Paddle 3.3.1: \"AttributeError: 'paddle.base.libpaddle.pir.Value' object has no "
+                    "fails in Paddle 3.2.2 and 3.3.1 (the versions tried): \"AttributeError: 'paddle.base.libpaddle.pir.Value' object has no "
                     "attribute 'backward'\"; with opt.minimize(loss) or paddle.grad(loss, params) instead: "
                     "\"TypeError: Value Wrapper is only support None and pir.Value\" (the parameters are dynamic-graph "
                     "tensors, not values of the traced program)")

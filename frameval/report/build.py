@@ -24,13 +24,14 @@ from .media import summary_charts, wl_name, workload_media
 from .model import _host, l_, load_repeats, load_sources, make_rows
 from .render import notes_html, notes_markdown, render_all
 from .spec import WORKLOADS, framework_name, order_key
+from .versions import version_section
 from .tables import code_size_table, error_entries, memory_table, scope_notes, workload_table
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def build(sources, out_dir, lang="en", title="", author="", notes_file="", name="report", command="",
-          templates=None, repo=None, now=None) -> dict:
+          templates=None, repo=None, now=None, threshold=0.10) -> dict:
     """Write `<out_dir>/<name>.md`, `<out_dir>/<name>.html` and `<out_dir>/assets/`.
     Returns {"html", "md", "assets", "runs", "failed", "check_failed", "findings",
     "warnings", "missing_glyphs", "font", "problems"}."""
@@ -44,7 +45,7 @@ def build(sources, out_dir, lang="en", title="", author="", notes_file="", name=
     srcs = list(dict.fromkeys(str(s) for s in (sources if isinstance(sources, (list, tuple)) else [sources]) if str(s)))
     a = {"sources": srcs, "lang": lang, "name": name, "title_arg": title, "title": title or S("default_title"),
          "author": author, "notes_file": notes_file, "command": command, "repo": Path(repo or REPO),
-         "now": now or _dt.datetime.now().astimezone()}
+         "now": now or _dt.datetime.now().astimezone(), "threshold": threshold}
     out, assets_dir = _prepare(out_dir, name)
     a["out_dir"] = out
     problems = Problems(S)
@@ -209,6 +210,8 @@ def _context(a, S, problems, assets_dir) -> dict:
                                      default=lambda it: ({"id": "table-code", "error": it["text"], "headers": [], "rows": []}, {}))
     sections, audits = _sections(rows, wls, d, S, problems, charts, code_counts, a, assets_dir)
     check = _check(rows, S, problems)
+    versions = problems.run(S("what_section", name=S("h_versions")), version_section, rows, S, a["threshold"],
+                            default=lambda it: {"error": it["text"]})
     errors = problems.run(S("what_section", name=S("h_errors")), error_entries, rows, a["out_dir"], S, default=[])
     assets = summary_charts(rows, wls, S, charts, problems)
     found = findings(rows, wls, S, errors, check["failed"], audits, problems)
@@ -234,6 +237,7 @@ def _context(a, S, problems, assets_dir) -> dict:
         "notes_md": notes_markdown(notes_md), "notes_html": problems.run(S("what_notes"), notes_html, notes_md, default="")
         if notes_md else "",
         "summary_assets": assets, "env": env, "sections": sections, "audits": audits, "check": check,
+        "versions": versions,
         "code": code, "errors": errors, "reproduce": repro, "defects": defects, "install": install, "multi_host": d["multi_host"], "hosts": d["hosts"],
         "name": a["name"], "generated": a["now"].isoformat(timespec="seconds"),
         "_info": {"runs": len(rows), "failed": n_failed, "check_failed": len([w for w in rows if w["check_failed"]]),

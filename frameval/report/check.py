@@ -60,24 +60,24 @@ def check_cell(chk, S, failed_run=False):
 
 
 def _key(w):
-    return (w["fw"], w["mode"], w["device"], w["host"] or "", w["variant"])
+    return (w["fw"], w["mode"], w["device"], w["host"] or "", w["variant"], w.get("fw_name") or framework_name(w["fw"]))
 
 
 def check_table(rows, S):
     """One line per framework x mode (x device, machine, variant), one column per workload."""
     runs = sorted({_key(w) for w in rows},
-                  key=lambda k: (order_key(k[0]), k[2], MODES.index(k[1]) if k[1] in MODES else 9, k[3], k[4]))
+                  key=lambda k: (order_key(k[0]), k[2], k[5], MODES.index(k[1]) if k[1] in MODES else 9, k[3], k[4]))
     wls = [wl for wl in WORKLOADS if any(w["workload"] == wl for w in rows)]
     idx = {_key(w) + (w["workload"],): w for w in rows}
     hosts = len({k[3] for k in runs}) > 1
     heads = [header(S("col_framework")), header(S("col_mode"))] + [header(S("wl_" + wl)) for wl in wls]
     body, failed, any_check = [], [], False
-    for fw, mode, dev, host, variant in runs:
-        name = (framework_name(fw) + (f" ({dev.upper()})" if dev != "cpu" else "") + (f" @{host}" if host and hosts else "")
+    for fw, mode, dev, host, variant, fw_name in runs:
+        name = (fw_name + (f" ({dev.upper()})" if dev != "cpu" else "") + (f" @{host}" if host and hosts else "")
                 + (f" [{variant}]" if variant else ""))
         line = [cell(name, fw), cell(mode, mode)]
         for wl in wls:
-            w = idx.get((fw, mode, dev, host, variant, wl))
+            w = idx.get((fw, mode, dev, host, variant, fw_name, wl))
             if w is None:
                 line.append(cell("—", None, "na"))
                 continue

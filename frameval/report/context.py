@@ -86,12 +86,21 @@ def framework_env(fw, rows, elist, S) -> dict:
             "key": ", ".join(str(e.get("key")) for e in elist if e.get("key")) or fmt.NA}
 
 
+def env_label(fw, e, elist) -> str:
+    """The framework's name, with its pinned version where it has several
+    environments (--frameworks paddle==3.2.2,paddle: "PaddlePaddle 3.2.2")."""
+    pin = str(e.get("spec_pin") or "")
+    if len(elist or []) > 1 and "==" in pin:
+        return f"{framework_name(fw)} {pin.split('==', 1)[1].split(';')[0].strip()}"
+    return framework_name(fw)
+
+
 def environment(rows, envs, frameworks, S):
     freezes = []
     for fw in frameworks:
         for e in envs.get(fw) or []:
             text = str(e.get("freeze") or "").strip()
-            freezes.append({"name": framework_name(fw), "spec": str(e.get("spec_name") or fw), "text": text,
+            freezes.append({"name": env_label(fw, e, envs.get(fw)), "spec": str(e.get("spec_name") or fw), "text": text,
                             "n": len([x for x in text.splitlines() if x.strip()]), "fence": fmt.fence(text or fmt.NA)})
     return {"machines": machines(rows, S), "frameworks": [framework_env(fw, rows, envs.get(fw) or [], S) for fw in frameworks],
             "freezes": freezes}
@@ -151,7 +160,7 @@ def env_specs(frameworks, envs, repo: Path) -> list:
         es = envs.get(fw) or []
         for e in es:
             text = str(e.get("spec_text") or "")
-            specs.append({"name": framework_name(fw), "spec": str(e.get("spec_name") or e.get("spec_path") or fw),
+            specs.append({"name": env_label(fw, e, es), "spec": str(e.get("spec_name") or e.get("spec_path") or fw),
                           "text": text, "fence": fmt.fence(text or fmt.NA, "yaml"), "recorded": True})
         p = Path(repo) / "envs" / f"{fw}.yml"
         if not es and p.is_file():

@@ -22,6 +22,7 @@ from pathlib import Path
 from ..files import OUTPUT_NB, PLAN
 from . import fmt
 from .spec import MODES, WORKLOADS, framework_name, order_key
+from .versions import name_versions, version_key
 
 NOISY_SPREAD = 0.10
 COMPLETED = ("ok", "check_failed")   # the run finished and measured; check_failed: its numerical check failed
@@ -168,7 +169,9 @@ def make_rows(runs, S, multi_host=False, problems=None) -> list:
                                  default=lambda it, m=main: broken_row(m, it["reason"], S)))
     rows.sort(key=lambda w: (WORKLOADS.index(w["workload"]) if w["workload"] in WORKLOADS else 9,
                              w["device"] != "cpu", order_key(w["fw"]),
-                             MODES.index(w["mode"]) if w["mode"] in MODES else 9, w["host"] or ""))  # stable: --from order
+                             MODES.index(w["mode"]) if w["mode"] in MODES else 9, w["host"] or "",
+                             version_key(w["version"] or "")))  # stable: --from order
+    name_versions(rows)  # "PaddlePaddle 3.2.2" where several versions ran (report/versions.py)
     label_variants(rows)
     for w in rows:
         set_labels(w, multi_host)
@@ -280,7 +283,7 @@ def label_variants(rows):
     labelled by the parameters that differ (else by their result folder)."""
     groups: dict = {}
     for w in rows:
-        groups.setdefault((w["workload"], w["fw"], w["mode"], w["device"], w["host"] or ""), []).append(w)
+        groups.setdefault((w["workload"], w["fw_name"], w["mode"], w["device"], w["host"] or ""), []).append(w)
     for g in groups.values():
         if len(g) < 2:
             continue
