@@ -597,12 +597,14 @@ def test_two_bias_lstm_checked_as_one_bias_fails(handed):
     g1["lstm.bias"] = grads["lstm.bias_ih"]
     res = checked("lstm", (fwd, g1, losses, one, running), biases=1)
     # The first step's gradients are the same (b_hh starts at zero); the later
-    # losses are not (measured 2.1e-3 at batch 16, 21x the tolerance).
+    # losses are not: 8.5e-4 on the co2 windows at batch 16, 8.5x the tolerance.
+    # Handed bias_ih alone, the losses are what fails (its update, 2.4e-3, and the
+    # other weights' stay within 5e-3); handed the sum, the bias moved twice as far.
     assert res["grads_ok"] is True
-    assert res["losses"]["loss"] > 10 * check.TOLERANCES["losses"] and res["losses_ok"] is False
-    assert res["update_ok"] is False and res["ok"] is False
+    assert res["losses"]["loss"] > 5 * check.TOLERANCES["losses"] and res["losses_ok"] is False
+    assert res["ok"] is False
     if handed == "sum":
-        assert res["update"]["lstm.bias"] > 0.5
+        assert res["update"]["lstm.bias"] > 0.5 and res["update_ok"] is False
 
 
 def test_reference_cache_returns_the_computed_result(tmp_path, monkeypatch):
