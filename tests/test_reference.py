@@ -610,15 +610,30 @@ def test_swapped_lstm_gates_fail():
 
 
 @FAST
-def test_two_bias_lstm_checked_as_one_bias_fails():
-    """A two-bias framework checked as if it had one bias: its summed bias moved twice as far."""
+@pytest.mark.parametrize("handed", ["sum", "bias_ih"])
+def test_two_bias_lstm_checked_as_one_bias_fails(handed):
+    """A two-bias framework (bias_ih and bias_hh both trained: each gets the same
+    gradient, so Adam moves the summed bias twice as far) checked as the spec's one
+    bias fails, whichever tensor it hands over as lstm.bias: the sum (the function's
+    bias), or bias_ih alone (a notebook that names its trained bias lstm.bias but
+    forgot to freeze bias_hh). Training that second bias once cost torch, Paddle,
+    MindSpore and MXNet their agreement with the reference (epoch-1 train MSE
+    0.55328 against 0.58951) while a check with lstm_biases=2 passed."""
     fwd, grads, losses, weights, running = framework_run("lstm", biases=2)
     one = {k: v for k, v in weights.items() if "bias_" not in k}
-    one["lstm.bias"] = weights["lstm.bias_ih"] + weights["lstm.bias_hh"]
+    one["lstm.bias"] = weights["lstm.bias_ih"] + (weights["lstm.bias_hh"] if handed == "sum" else 0)
     g1 = {k: v for k, v in grads.items() if "bias_" not in k}
     g1["lstm.bias"] = grads["lstm.bias_ih"]
     res = checked("lstm", (fwd, g1, losses, one, running), biases=1)
-    assert res["update"]["lstm.bias"] > 0.5 and res["update_ok"] is False
+    # The first step's gradients are the same (b_hh starts at zero); the later
+    # losses are not: 8.5e-4 on the co2 windows at batch 16, 8.5x the tolerance.
+    # Handed bias_ih alone, the losses are what fails (its update, 2.4e-3, and the
+    # other weights' stay within 5e-3); handed the sum, the bias moved twice as far.
+    assert res["grads_ok"] is True
+    assert res["losses"]["loss"] > 5 * check.TOLERANCES["losses"] and res["losses_ok"] is False
+    assert res["ok"] is False
+    if handed == "sum":
+        assert res["update"]["lstm.bias"] > 0.5 and res["update_ok"] is False
 
 
 def test_reference_cache_returns_the_computed_result(tmp_path, monkeypatch):
