@@ -45,6 +45,20 @@ def test_every_notebook_names_a_registered_kernel(matrix):
         assert nbfile.read(path)["metadata"]["kernelspec"]["name"] in registered, path
 
 
+def wait_until_serving(base, token, server, log_path, seconds=60):
+    """The URL is printed once the socket is bound; wait until the API answers.
+    A server that died instead fails here with its exit code and its log."""
+    deadline, last = time.time() + seconds, None
+    while time.time() < deadline:
+        assert server.poll() is None, f"the lab server exited ({server.returncode}):\n{log_path.read_text()[-3000:]}"
+        try:
+            return api(base, "/api/status", token)
+        except OSError as e:  # URLError is an OSError
+            last = e
+            time.sleep(0.5)
+    raise AssertionError(f"the lab server did not answer in {seconds} s ({last}):\n{log_path.read_text()[-3000:]}")
+
+
 def execute(ws, code, session) -> tuple:
     """Run one cell through the kernel websocket: (reply content, nbformat outputs)."""
     msg_id = uuid.uuid4().hex
@@ -161,6 +175,7 @@ def test_teaching_session_ends_in_a_report_and_the_clone_stays_clean(tmp_path):
         assert (hand / "runs").is_dir() and (hand / "plan.json").is_file()
 
         base = f"http://127.0.0.1:{port}"
+        wait_until_serving(base, token, server, tmp_path / "lab.log")
         specs = api(base, "/api/kernelspecs", token)["kernelspecs"]
         assert "frameval-torch" in specs
         assert api(base, "/api/contents/torch/lstm.ipynb", token)["content"]["metadata"]["kernelspec"]["name"] == \
