@@ -40,7 +40,7 @@ from pathlib import Path
 from .envspec import EnvSpec, SpecError, parse_spec
 from .files import atomic_write
 from .locks import file_lock
-from .paths import envs_dir, user_cache_dir
+from .paths import FRAMEWORK_KEY_ENV, envs_dir, user_cache_dir
 from .workloads import DISPLAY_NAMES
 from .versions import framework_spec, kernel_suffix, key, split_key
 
@@ -754,7 +754,7 @@ def ensure_framework(framework: str, device: str = "cpu", backend: str = "auto",
     register_kernel(env, env.kernel,
                     f"frameval · {DISPLAY.get(framework, framework)}" + (f" {version}" if version else "")
                     + (" (GPU)" if device == "gpu" else ""),
-                    _kernel_extra(framework, device))
+                    {**_kernel_extra(framework, device), **({FRAMEWORK_KEY_ENV: key(framework, version)} if version else {})})
     return env
 
 
@@ -943,7 +943,7 @@ def user_env(framework: str, python, device: str = "cpu", echo=print, probe: dic
     env = Env(spec=spec, prefix=Path(info["prefix"]), backend="user", python_path=exe,
               kernel=user_kernel_name(framework, exe, device), user=info)
     register_kernel(env, env.kernel, f"frameval · {DISPLAY.get(framework, framework)} (your {exe})",
-                    _kernel_extra(framework, device))
+                    {**_kernel_extra(framework, device), **({FRAMEWORK_KEY_ENV: key(framework, version)} if version else {})})
     return env
 
 

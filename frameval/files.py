@@ -14,7 +14,8 @@ An output folder:
         result.replaced.json              a hand run replaced by one with the same parameters; not read (REPLACED)
         output.ipynb                      the executed notebook (OUTPUT_NB)
         papermill.log                     papermill's log of the run (PAPERMILL_LOG)
-        work/                             the run's working folder: framework caches, compile dumps (WORK)
+        work/                             the run's working folder: framework caches, compile dumps, saved models (WORK)
+        grids/epoch_NNN.png               the DCGAN's image grid after each epoch (GRIDS)
 """
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ OUTPUT_NB = "output.ipynb"
 REPLACED_NB = "output.replaced.ipynb"
 PAPERMILL_LOG = "papermill.log"
 WORK = "work"  # the run's working folder (framework caches, compile dumps), emptied before each execution
+GRIDS = "grids"
 PLAN = "plan.json"
 ENVIRONMENTS = "environments"
 OUT_LOCK = ".frameval.lock"

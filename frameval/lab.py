@@ -26,7 +26,7 @@ from pathlib import Path
 
 from . import files
 from .paths import hand_runs_dir, lab_dir
-from .plan import REPO, PlanError, split_list
+from .plan import REPO, PlanError, framework_entries
 from .workloads import FRAMEWORKS, canonical_framework
 
 MANIFEST = ".frameval-copied.json"   # {relative path: sha256 of the repository file last copied}
@@ -48,22 +48,32 @@ def parser():
 def main(argv) -> int:
     args = parser().parse_args(argv)
     try:
-        fws = split_list(args.frameworks, FRAMEWORKS, "framework", canonical_framework)
+        entries = framework_entries(args.frameworks)  # names, aliases, all, and FRAMEWORK==VERSION pins
     except PlanError as e:
         print(f"frameval: error: {e}", file=sys.stderr)
         return 2
     if not 0 < args.port < 65536:
         print(f"frameval: error: --port {args.port}: must be 1-65535", file=sys.stderr)
         return 2
+    from . import versions
+    why = versions.check_pins([e for e in entries if e[1]], "cpu", args.env_backend)
+    if why:  # a pin the package index lacks: one line, before anything is built
+        print(f"frameval: error: {why}", file=sys.stderr)
+        return 2
     from .bootstrap import ensure_runner
     ensure_runner(["lab", *argv], backend=args.env_backend)
     from . import data, envs
+    fws = [versions.key(fw, pin) for fw, pin in entries]
     data.prepare_all()
     def done(fw, env, secs):  # a failed one is reported; the other kernels are still useful
         if not isinstance(env, envs.Env):
             print(f"frameval: environment {fw} failed to build: {str(env).splitlines()[0]}", file=sys.stderr)
-        elif env.built_now:
-            print(f"frameval: environment {fw} built in {secs:.1f} s", flush=True)
+        else:
+            if env.built_now:
+                print(f"frameval: environment {fw} built in {secs:.1f} s", flush=True)
+            if versions.split_key(fw)[1]:  # the notebooks name the bare kernel: the pinned one is picked by hand
+                print(f"frameval: {fw}: pick the kernel \"{env.kernel}\" (Kernel > Change Kernel); its hand runs go "
+                      f"to runs/{fw}/, beside the other version's", flush=True)
     envs.ensure_frameworks(fws, "cpu", args.env_backend, echo=lambda m: print(f"frameval: {m}", flush=True),
                            on_done=done)
     try:

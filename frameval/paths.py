@@ -57,6 +57,18 @@ def hand_runs_dir() -> Path:
     return user_data_dir() / "notebook-runs"
 
 
+# Set in a pinned version's kernel.json ("paddle@3.2.2"): a hand run in that
+# kernel goes to runs/paddle@3.2.2/, beside the bare version's runs/paddle/,
+# as run_all.py lays out the two (frameval/versions.py).
+FRAMEWORK_KEY_ENV = "FRAMEVAL_FRAMEWORK_KEY"
+
+
+def hand_run_framework(framework: str) -> str:
+    """The folder name under runs/ for a hand run of `framework` in this kernel."""
+    key = os.environ.get(FRAMEWORK_KEY_ENV, "").strip()
+    return key if key.partition("@")[0] == framework and "/" not in key else framework
+
+
 def lab_dir() -> Path:
     """`run_all.py lab`'s per-user folder: the working copy of notebooks/
     (`notebooks/`), the record of what was copied, and the server's config."""

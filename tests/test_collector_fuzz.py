@@ -27,9 +27,9 @@ from pathlib import Path
 
 import pytest
 
-hypothesis = pytest.importorskip("hypothesis")
-pytest.importorskip("jinja2")
-pytest.importorskip("matplotlib")
+import hypothesis  # noqa: E402,F401 - in the runner environment (environment.yml)
+import jinja2  # noqa: E402,F401
+import matplotlib  # noqa: E402,F401
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 

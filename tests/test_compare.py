@@ -125,3 +125,23 @@ def test_report_section_from_two_versions(tmp_path):
     want = statistics.median(new) / statistics.median(old)
     assert f"{want:.2f}×" in line
     assert f"{0.96 / 0.95:.2f}×" in line
+    # the summary and the alerts at the top say it too, with the table's ratio
+    info = build([str(src)], tmp_path / "en2", lang="en", threshold=0.10)
+    slower = [f for f in info["findings"] if f.startswith("A later framework version is slower")]
+    assert slower and f"PaddlePaddle 3.2.2 → 3.3.1, LeNet-5 (MNIST classification), graph: {want:.2f}×" in slower[0], info["findings"]
+    md = Path(info["md"]).read_text()
+    assert md.index("A later framework version is slower") < md.index("## Version comparison")
+    html = Path(info["html"]).read_text()
+    alerts = html.split('id="alerts"')[1].split("</div>")[0]
+    assert "A later framework version is slower" in alerts
+
+
+def test_version_summary_without_a_verdict(tmp_path):
+    """Too few repeats: the summary says no change was called and how many repeats would do; no alert."""
+    src = write_folder(tmp_path / "out", "paddle@3.2.2", [result("3.2.2", s) for s in (1500, 1510)])
+    write_folder(src, "paddle", [result("3.3.1", s) for s in (1000, 1010)])
+    info = build([str(src)], tmp_path / "en", lang="en", threshold=0.10)
+    (line,) = [f for f in info["findings"] if f.startswith("Version comparison:")]
+    assert "1 of them have too few repeats" in line and "--repeats 7" in line
+    html = Path(info["html"]).read_text()
+    assert 'id="alerts"' not in html or "Version comparison" not in html.split('id="alerts"')[1].split("</div>")[0]

@@ -183,12 +183,14 @@ def test_env_backend_conda_without_conda_is_bad_input(tmp_path):
     import shutil
     import subprocess
     import sys
-    if envs.BACKENDS["conda"].available():
-        pytest.skip("conda is on PATH here")
+    import os
+    # Where conda is installed, it is taken off PATH for this run (the runner's own Python stays)
+    path = os.pathsep.join(d for d in os.environ.get("PATH", "").split(os.pathsep)
+                           if not any(shutil.which(n, path=d) for n in ("conda", "mamba", "micromamba")))
+    assert not any(shutil.which(n, path=path) for n in ("conda", "mamba", "micromamba"))
     p = subprocess.run([sys.executable, str(REPO / "run_all.py"), "--env-backend", "conda", "--dry-run",
-                        "--out", str(tmp_path / "x")], capture_output=True, text=True)
+                        "--out", str(tmp_path / "x")], capture_output=True, text=True, env=dict(os.environ, PATH=path))
     assert p.returncode == 2 and p.stderr.count("\n") == 1 and "--env-backend conda" in p.stderr, p.stderr
-    assert shutil.which("conda") is None
 
 
 @pytest.mark.fast

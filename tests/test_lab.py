@@ -271,6 +271,30 @@ def test_hand_runs_are_kept_apart_by_their_parameters(tmp_path, capsys):
 
 
 @pytest.mark.fast
+def test_a_pinned_kernels_hand_runs_go_beside_the_other_versions(tmp_path, monkeypatch):
+    from frameval.paths import FRAMEWORK_KEY_ENV
+    d = dict(nbfile.parameters(REPO / "notebooks/paddle/lenet.ipynb"), mode="graph")  # the notebook's defaults
+    monkeypatch.setenv(FRAMEWORK_KEY_ENV, "paddle@3.2.2")  # what the pinned kernel's kernel.json sets
+    pinned = record.hand_run_folder("paddle", "lenet", "graph", "cpu", d, root=tmp_path)
+    assert pinned["dir"] == tmp_path / "runs/paddle@3.2.2/lenet-graph"
+    other = record.hand_run_folder("torch", "lenet", "graph", "cpu", d, root=tmp_path)  # another framework's key
+    assert other["dir"] == tmp_path / "runs/torch/lenet-graph"
+    monkeypatch.delenv(FRAMEWORK_KEY_ENV)
+    assert record.hand_run_folder("paddle", "lenet", "graph", "cpu", d, root=tmp_path)["dir"] == \
+        tmp_path / "runs/paddle/lenet-graph"
+
+
+@pytest.mark.fast
+def test_lab_pin_the_index_lacks_exits_2_before_anything_is_built(tmp_path):
+    env = dict(os.environ, XDG_DATA_HOME=str(tmp_path / "data"), XDG_CACHE_HOME=str(tmp_path / "cache"))
+    p = subprocess.run([sys.executable, str(REPO / "run_all.py"), "lab", "--frameworks", "paddle==9.9.9",
+                        "--no-browser"], capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
+    assert "paddlepaddle 9.9.9 is not in the package index" in p.stderr
+    assert not (tmp_path / "data").exists() and not (tmp_path / "cache").exists()
+
+
+@pytest.mark.fast
 def test_working_copy_refresh_rules(tmp_path):
     src, dst, said = tmp_path / "repo", tmp_path / "copy", []
     (src / "torch").mkdir(parents=True)

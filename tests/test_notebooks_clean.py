@@ -43,3 +43,23 @@ def test_recorder_names_its_own_notebook(path):
     src = "".join("".join(c["source"]) for c in json.loads(path.read_text())["cells"])
     fw, wl = path.parent.name, path.stem
     assert f'nb.Recorder("{fw}", "{wl}", nb.parameters(globals(), "{wl}")' in src
+
+
+# What every framework computes alike has one home in frameval.nb; a notebook
+# that computes it itself again can drift from the others (and from the report).
+NEUTRAL = {
+    r"ss_res|ss_tot|1 - .* / .*ss": "the LSTM's R² and RMSE: nb.forecast",
+    r"write_png|grids\.append|rec\.set\(grids": "the DCGAN grid: nb.save_grid",
+    r"rec\.out\s*/\s*[\"']work[\"']": "the run's working folder: rec.work_file",
+    r"rec\.write\(\)|rec\.summary\(\)": "the record cell's last lines: rec.finish()",
+    r"mode not in|device not in": "the mode and device check: nb.parameters",
+}
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "notebooks").glob("*/*.ipynb")), ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_framework_neutral_lines_live_in_nb(path):
+    import re
+    code = "\n".join(nbfile.source(c) for c in nbfile.code_cells(nbfile.read(path)))
+    found = [f"{m.group(0)!r} ({home})" for pattern, home in NEUTRAL.items() for m in re.finditer(pattern, code)]
+    assert not found, f"{path.parent.name}/{path.name} computes what frameval.nb holds: {found}"
+    assert code.rstrip().endswith("rec.finish()  # writes result.json, prints its path and the headline figures")

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("jinja2")
-pytest.importorskip("matplotlib")
+import jinja2  # noqa: E402,F401
+import matplotlib  # noqa: E402,F401
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -372,7 +372,6 @@ def test_collect_notebook(tmp_path):
     assert parameters(nb) == {"sources": [], "out_dir": "", "lang": "en", "title": "", "author": "",
                               "notes_file": "", "name": "report", "command": "", "threshold": 0.10}
     assert nb["metadata"]["kernelspec"]["name"] == "python3"
-    pytest.importorskip("papermill")
     params = {"sources": [str(s) for s in SOURCES], "out_dir": str(tmp_path), "lang": "zh", "name": "col",
               "title": TITLE}
     pfile = tmp_path / "params.json"
@@ -494,7 +493,6 @@ def test_finish_passes_a_complete_report(built):
 
 def test_collect_notebook_exit_names_what_failed(tmp_path):
     """The collector writes the report, then exits non-zero naming the part it could not draw."""
-    pytest.importorskip("papermill")
     pfile = tmp_path / "params.json"
     pfile.write_text(json.dumps({"sources": [str(s) for s in SOURCES], "out_dir": str(tmp_path), "name": "col"}))
     env = dict(os.environ, FRAMEVAL_REPO=str(REPO), FRAMEVAL_REPORT_FAULT="GIF",

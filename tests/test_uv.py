@@ -16,7 +16,13 @@ from frameval import envs
 from frameval.envspec import parse_spec
 
 UV = envs.uv_executable(echo=None)
-needs_uv = pytest.mark.skipif(UV is None, reason="uv cannot be had on this machine")
+# uv is in the runner environment (environment.yml): its absence is a failure, not a skip.
+needs_uv = pytest.mark.usefixtures("uv_found")
+
+
+@pytest.fixture
+def uv_found():
+    assert UV is not None, "uv is in environment.yml, yet envs.uv_executable() found none"
 
 
 @pytest.fixture

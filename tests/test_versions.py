@@ -56,6 +56,13 @@ def test_two_versions_side_by_side(two_versions):
     assert envs[f"paddle@{OLD}"]["key"] != envs["paddle"]["key"]
     assert f"paddlepaddle=={OLD}" in envs[f"paddle@{OLD}"]["freeze"]
     assert envs[f"paddle@{OLD}"]["kernel"] == f"frameval-paddle-v{OLD}"
+    # a hand run in the pinned kernel (run_all.py lab --frameworks paddle==3.2.2) goes to runs/paddle@3.2.2/
+    from frameval.envs import JUPYTER_DIR
+    from frameval.paths import FRAMEWORK_KEY_ENV
+    kernel = json.loads((JUPYTER_DIR / "kernels" / f"frameval-paddle-v{OLD}" / "kernel.json").read_text())
+    assert kernel["env"][FRAMEWORK_KEY_ENV] == f"paddle@{OLD}"
+    bare = json.loads((JUPYTER_DIR / "kernels" / "frameval-paddle" / "kernel.json").read_text())
+    assert FRAMEWORK_KEY_ENV not in bare["env"]
     md = (out / "report.md").read_text()
     assert f"PaddlePaddle {OLD}" in md and f"PaddlePaddle {NEW}" in md
     for v in (OLD, NEW):  # the workload table's row of each version

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..files import atomic_write
+from ..files import GRIDS, atomic_write
 
 
 def grid(images: np.ndarray, rows: int = 4, cols: int = 4, pad: int = 2) -> np.ndarray:
@@ -38,3 +38,28 @@ def write_png(path, gray: np.ndarray, scale: int = 1) -> Path:
     png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 0, 0, 0, 0))
            + chunk(b"IDAT", zlib.compress(raw, 6)) + chunk(b"IEND", b""))
     return atomic_write(path, png)
+
+
+def save_grid(rec, epoch: int, images: np.ndarray, scale: int = 3) -> Path:
+    """The DCGAN's grid after `epoch` (0-based) from the 16 fixed-noise images
+    (N, 1, H, W) in [-1, 1]: written to the run's grids/ folder and listed in
+    the result (the report animates them)."""
+    path = write_png(rec.out / GRIDS / f"epoch_{epoch + 1:03d}.png", grid(images), scale=scale)
+    rec.result.setdefault("grids", []).append(str(path.relative_to(rec.out)))
+    return path
+
+
+def show_png(path, width=None):
+    """Show a PNG inline when running in Jupyter; silently nothing elsewhere."""
+    try:
+        from IPython.display import Image, display
+        display(Image(filename=str(path), width=width))
+    except Exception:
+        pass
+
+
+def show_last_grid(rec, width=None):
+    """The last grid save_grid wrote, inline (nothing when there is none)."""
+    grids = rec.result.get("grids") or []
+    if grids:
+        show_png(rec.out / grids[-1], width)

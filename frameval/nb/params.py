@@ -2,9 +2,15 @@
 (ilkarman-style shared params). A test checks each notebook's `parameters`
 cell against these lists; the runner validates `-p` values against the cell.
 """
-from ..workloads import WORKLOAD_PARAMS  # noqa: F401 - one list, shared with the runner
+from ..workloads import DEVICES, MODES, WORKLOAD_PARAMS
 
 
 def collect(namespace: dict, workload: str) -> dict:
-    """The run's parameters from the notebook's globals (after papermill injects)."""
-    return {k: namespace[k] for k in WORKLOAD_PARAMS[workload] if k in namespace}
+    """The run's parameters from the notebook's globals (after papermill injects).
+    A mode or device no framework knows stops the notebook here, by hand too
+    (the runner refuses them before anything runs)."""
+    params = {k: namespace[k] for k in WORKLOAD_PARAMS[workload] if k in namespace}
+    for name, allowed in (("mode", MODES), ("device", DEVICES)):
+        if name in params and params[name] not in allowed:
+            raise ValueError(f"{name} must be one of {', '.join(map(repr, allowed))}, not {params[name]!r}")
+    return params

@@ -22,7 +22,7 @@ import numpy as np
 
 from .. import files
 from . import measure
-from .paths import hand_runs_dir
+from .paths import hand_run_framework, hand_runs_dir
 
 SCHEMA = 2
 RESULT, PARTIAL = files.RESULT, files.PARTIAL
@@ -131,7 +131,7 @@ def hand_run_folder(framework: str, workload: str, mode: str, device: str, param
         if len(suffix) > _MAX_NAME or not all(_SAFE.fullmatch(p) for kv in suffix.split(",") for p in kv.split("=", 1)):
             suffix = "p" + hashlib.sha256(json.dumps(sorted(changed.items()), default=str).encode()).hexdigest()[:10]
         name += "@" + suffix
-    d = root / "runs" / framework / name
+    d = root / "runs" / hand_run_framework(framework) / name
     replaced = (d / RESULT).exists()
     if replaced:  # kept aside, not collected: the new run replaces it in the report
         for f, kept in ((RESULT, files.REPLACED), (files.OUTPUT_NB, files.REPLACED_NB)):
@@ -361,6 +361,17 @@ class Recorder:
         found = self.result.setdefault("workarounds", [])
         found[:] = [w for w in found if w.get("id") != entry["id"]] + [entry]  # a re-run cell replaces its own
         return entry
+
+    def work_file(self, name: str) -> Path:
+        """A path in the run's working folder (files.WORK), e.g. for the saved model."""
+        return self.out / WORK / name
+
+    def finish(self) -> None:
+        """The record cell's last line: write result.json and print where (the
+        lab finds a hand run's result by that line), then the headline figures.
+        Returns nothing, so that Jupyter shows no value under the prints."""
+        print(self.write())
+        print(self.summary())
 
     def note(self, text: str):
         self.result["notes"].append(text)

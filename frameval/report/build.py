@@ -170,10 +170,11 @@ def _check(rows, S, problems):
     return {"table": got[0], "failed": got[1], "any": got[2], "detail": detail}
 
 
-def _alerts(rows, check_failed, S) -> list:
+def _alerts(rows, check_failed, S, found=()) -> list:
     """The report's first lines: runs that failed, runs whose numerical check
-    failed (status "check_failed", or a check marked ✗ by an older notebook)."""
-    out = []
+    failed (status "check_failed", or a check marked ✗ by an older notebook),
+    and a later framework version that is slower or computes another function."""
+    out = [{"text": f["text"], "anchor": f["anchor"]} for f in found if f.get("alert")]
     failed = [w for w in rows if not w["ok"]]
     if failed:
         out.append({"text": S("alert_failed", n=len(failed), items=S.join(f"{w['label']} / {wl_name(S, w['workload'])}"
@@ -214,7 +215,7 @@ def _context(a, S, problems, assets_dir) -> dict:
                             default=lambda it: {"error": it["text"]})
     errors = problems.run(S("what_section", name=S("h_errors")), error_entries, rows, a["out_dir"], S, default=[])
     assets = summary_charts(rows, wls, S, charts, problems)
-    found = findings(rows, wls, S, errors, check["failed"], audits, problems)
+    found = findings(rows, wls, S, errors, check["failed"], audits, problems, versions)
     env = problems.run(S("what_section", name=S("h_environment")), environment, rows, d["envs"], frameworks, S,
                        default=lambda it: {"error": it["text"], "machines": [], "frameworks": [], "freezes": []})
     defects = problems.run(S("what_section", name=S("h_defects")), defects_table, rows, frameworks, S,
@@ -233,7 +234,7 @@ def _context(a, S, problems, assets_dir) -> dict:
     return {
         "lang": a["lang"], "s": S.raw, "S": S, "title": a["title"], "author": a["author"], "meta": meta,
         "profile_notes": [str(n) for p in d["plans"] for n in l_(p.get("profile_notes"))], "warnings": warnings,
-        "alerts": _alerts(rows, check["failed"], S), "findings": found, "problems": problems,
+        "alerts": _alerts(rows, check["failed"], S, found), "findings": found, "problems": problems,
         "notes_md": notes_markdown(notes_md), "notes_html": problems.run(S("what_notes"), notes_html, notes_md, default="")
         if notes_md else "",
         "summary_assets": assets, "env": env, "sections": sections, "audits": audits, "check": check,

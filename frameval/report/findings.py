@@ -126,7 +126,38 @@ def audit_findings(rows, audits, S) -> list:
     return out
 
 
-def findings(rows, wls, S, errors, check_failed, audits, problems) -> list:
+def _line_name(c, S) -> str:
+    return f"{c['framework']} {c['a']} → {c['b']}, {wl_name(S, c['workload'])}, {c['mode']}"
+
+
+def version_findings(versions, S) -> list:
+    """The version comparison in a sentence or two: the changes it called
+    (slower flagged), a later version that computes another function, or why
+    nothing was called."""
+    lines = ((versions or {}).get("table") or {}).get("lines") or []
+    if not lines:
+        return []
+    out = []
+    for verdict in ("slower", "faster"):
+        got = [c for c in lines if c["verdict"] == verdict]
+        if got:
+            items = S.join(S("version_item", line=_line_name(c, S), ratio=fmt.ratio(c["ratio"]), p=f"{c['p']:.2g}")
+                           for c in got)
+            out.append({"kind": "versions", "flag": verdict == "slower", "alert": verdict == "slower", "anchor": "versions",
+                        "text": S(f"finding_version_{verdict}", items=items)})
+    different = [c for c in lines if c["check"]["different"]]
+    if different:
+        out.append({"kind": "versions", "flag": True, "alert": True, "anchor": "versions",
+                    "text": S("finding_version_different", items=S.join(_line_name(c, S) for c in different))})
+    if not out:
+        few = [c for c in lines if c["verdict"] == "too_few"]
+        key = "finding_version_too_few" if few else "finding_version_same"
+        out.append({"kind": "versions", "flag": bool(few), "anchor": "versions",
+                    "text": S(key, n=len(lines), k=len(few), needed=few[0]["needed"] if few else "")})
+    return out
+
+
+def findings(rows, wls, S, errors, check_failed, audits, problems, versions=None) -> list:
     """Every sentence group under its own guard: one that fails is replaced by
     a flagged "could not draw" line."""
     out = []
@@ -151,4 +182,5 @@ def findings(rows, wls, S, errors, check_failed, audits, problems) -> list:
             out.append({"kind": "quality", "text": q, "anchor": f"wl-{wl}"})
     add(S("what_findings", kind=S("h_findings_other"), workload=S("h_errors")), run_findings, rows, errors, check_failed, S)
     add(S("what_findings", kind=S("h_findings_other"), workload=S("h_audit")), audit_findings, rows, audits, S)
+    add(S("what_findings", kind=S("h_findings_other"), workload=S("h_versions")), version_findings, versions, S)
     return out
