@@ -943,7 +943,7 @@ def user_env(framework: str, python, device: str = "cpu", echo=print, probe: dic
     env = Env(spec=spec, prefix=Path(info["prefix"]), backend="user", python_path=exe,
               kernel=user_kernel_name(framework, exe, device), user=info)
     register_kernel(env, env.kernel, f"frameval · {DISPLAY.get(framework, framework)} (your {exe})",
-                    {**_kernel_extra(framework, device), **({FRAMEWORK_KEY_ENV: key(framework, version)} if version else {})})
+                    _kernel_extra(framework, device))
     return env
 
 
