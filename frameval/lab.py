@@ -27,7 +27,7 @@ from pathlib import Path
 from . import files
 from .paths import hand_runs_dir, lab_dir
 from .plan import REPO, PlanError, framework_entries
-from .workloads import FRAMEWORKS, canonical_framework
+from .workloads import FRAMEWORKS
 
 MANIFEST = ".frameval-copied.json"   # {relative path: sha256 of the repository file last copied}
 

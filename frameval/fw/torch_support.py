@@ -49,10 +49,11 @@ def setup(rec, mode, device, seed):
                        versions="2.13.0", found_by="the check (convolution weight gradients against the reference)",
                        cost="not measured: inductor keeps the default layout")
         rec.workaround("dynamo-backward-in-step",
-                       "loss.backward() inside the compiled step fails (NameError in dynamo's resume function); "
-                       "the backward is torch.autograd.grad assigned to .grad (grad_step), traced with "
-                       "trace_autograd_ops", versions="2.13.0",
-                       found_by="building the graph-mode notebooks (the compiled step raised)",
+                       "loss.backward() inside the compiled step leaves every .grad None after it (after "
+                       "zero_grad; an earlier build raised a NameError in dynamo's resume function), so Adam "
+                       "trains nothing; the backward is torch.autograd.grad assigned to .grad (grad_step), "
+                       "traced with trace_autograd_ops", versions="2.13.0",
+                       found_by="building the graph-mode notebooks; the check (every gradient missing)",
                        cost="none: the same gradients, inside the step's graph")
     torch.manual_seed(seed)  # dropout masks
     if device == "gpu" and not torch.cuda.is_available():
