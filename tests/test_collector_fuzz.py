@@ -16,6 +16,7 @@ version with fewer keys.
 from __future__ import annotations
 
 import json
+import os
 import math
 import re
 import shutil
@@ -166,7 +167,9 @@ def write_sets(root: Path, data) -> list:
 # ------------------------------------------------------------------ checks
 ALLOWED_TAGS = {"html", "head", "meta", "title", "style", "body", "div", "nav", "strong", "ol", "li", "a", "main", "h1",
                 "h2", "h3", "section", "table", "thead", "tr", "th", "tbody", "td", "p", "ul", "figure", "img",
-                "figcaption", "details", "summary", "pre", "code", "em", "footer", "script"}
+                "figcaption", "details", "summary", "pre", "code", "em", "footer", "script",
+                # what the author's Markdown notes may become (mistune, raw HTML escaped): "> quote" is a blockquote
+                "blockquote", "br", "hr", "del", "h4", "h5", "h6"}
 
 
 class Page(HTMLParser):
@@ -301,7 +304,11 @@ def quick_charts(monkeypatch):
     monkeypatch.setattr(charts.Charts, "_save", save)
 
 
+# The same 25 examples every run (derandomize), so that CI's verdict on a change
+# does not depend on the draw; FRAMEVAL_FUZZ_EXPLORE=1 draws new ones (a failure
+# prints the example to add to the fixed set, with its blob).
 @settings(max_examples=25, deadline=None, database=None, print_blob=True,
+          derandomize=not os.environ.get("FRAMEVAL_FUZZ_EXPLORE"),
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example])
 @given(result_sets())
 def test_collector_always_writes_a_faithful_escaped_report(data):
