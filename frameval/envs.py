@@ -735,10 +735,14 @@ def registered_kernels() -> list[str]:
 DISPLAY = DISPLAY_NAMES
 
 
-def _kernel_extra(framework: str, device: str) -> dict:
+def _kernel_extra(framework: str, device: str, version: str = "") -> dict:
+    """The kernel's own environment variables: the framework's log and device
+    settings, and for a pinned version its key (hand runs go to runs/<key>/)."""
     extra = dict(FRAMEWORK_KERNEL_ENV.get(framework, {}))
     if device == "gpu":
         extra.pop("MGE_DEFAULT_DEVICE", None)
+    if version:
+        extra[FRAMEWORK_KEY_ENV] = key(framework, version)
     return extra
 
 
@@ -754,7 +758,7 @@ def ensure_framework(framework: str, device: str = "cpu", backend: str = "auto",
     register_kernel(env, env.kernel,
                     f"frameval · {DISPLAY.get(framework, framework)}" + (f" {version}" if version else "")
                     + (" (GPU)" if device == "gpu" else ""),
-                    {**_kernel_extra(framework, device), **({FRAMEWORK_KEY_ENV: key(framework, version)} if version else {})})
+                    _kernel_extra(framework, device, version))
     return env
 
 
