@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .envs import EnvBuildError, choose_backend, ensure_env, env_for, jupyter_env, register_kernel
 from .envspec import SpecError, parse_spec
-from .plan import REPO
+from .paths import REPO
 
 RUNNER_SPEC = REPO / "environment.yml"
 RUNNER_KERNEL = "frameval-runner"

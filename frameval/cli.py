@@ -16,10 +16,12 @@ import re
 import sys
 from pathlib import Path
 
-from .plan import REPO, PlanError, build_plan
-from .workloads import FRAMEWORKS, PROFILES, WORKLOADS
+from . import files
+from .exits import fail
+from .paths import REPO
+from .plan import PlanError, build_plan
+from .catalog import FRAMEWORKS, PROFILES, WORKLOADS
 
-EXIT_BAD_INPUT = 2
 
 EPILOG = """examples:
   python3 run_all.py                                  the default quick report, all frameworks, graph mode
@@ -178,7 +180,7 @@ def check_user_pythons(args, runs) -> dict:
     """--python FW=PATH: each framework planned, each interpreter working, the
     framework importable there, kernel-side packages present or installable."""
     from .envs import UserEnvError, probe_user_python
-    from .workloads import canonical_framework
+    from .catalog import canonical_framework
     planned = {r.framework for r in runs}
     done = {}
     try:
@@ -211,11 +213,6 @@ def check_user_pythons(args, runs) -> dict:
     return {"pythons": out, "probes": probes}
 
 
-def fail(msg: str) -> "NoReturn":  # noqa: F821
-    print(f"frameval: error: {msg}", file=sys.stderr)
-    sys.exit(EXIT_BAD_INPUT)
-
-
 def validate(args) -> list:
     """Every check that needs no third-party package, before anything is built."""
     if args.lang not in ("en", "zh"):
@@ -237,7 +234,7 @@ def validate(args) -> list:
     if args.notes and not Path(args.notes).is_file():
         fail(f"--notes {args.notes}: no such file")
     for s in args.sources:
-        if not (Path(s) / "runs").is_dir():
+        if not (Path(s) / files.RUNS).is_dir():
             fail(f"--from {s}: no runs/ folder there (not a frameval output folder)")
     if args.sources and not args.report_only:
         fail("--from is only used with --report-only")

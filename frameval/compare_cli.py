@@ -15,7 +15,8 @@ import json
 import sys
 from pathlib import Path
 
-from .cli import fail
+from .exits import fail
+from .files import RUNS
 
 EPILOG = """examples:
   python3 run_all.py compare reports/before reports/after
@@ -41,7 +42,7 @@ def parser() -> argparse.ArgumentParser:
 
 def validate(args) -> None:
     for name, folder in (("A", args.a), ("B", args.b)):
-        if not (Path(folder) / "runs").is_dir():
+        if not (Path(folder) / RUNS).is_dir():
             fail(f"compare {name} {folder}: no runs/ folder there (not a frameval output folder)")
     if Path(args.a).resolve() == Path(args.b).resolve():
         fail(f"compare: A and B are the same folder ({args.a})")
@@ -79,7 +80,7 @@ def _rows(folder, S) -> dict:
     out = {}
     for w in make_rows(runs, S):
         try:
-            rel = Path(str(w["r"].get("_dir"))).relative_to(Path(folder) / "runs").as_posix()
+            rel = Path(str(w["r"].get("_dir"))).relative_to(Path(folder) / RUNS).as_posix()
         except ValueError:
             rel = w["id"]
         out[rel] = w

@@ -28,11 +28,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .exits import fail
 from .files import atomic_write_json
-from .paths import user_cache_dir
-from .workloads import FRAMEWORKS, OPT_IN_FRAMEWORKS, canonical_framework
+from .paths import REPO, user_cache_dir
+from .catalog import FRAMEWORKS, OPT_IN_FRAMEWORKS, canonical_framework
 
-REPO = Path(__file__).resolve().parent.parent
 DEFECTS_DIR = REPO / "defects"
 PRESENT, FIXED, NOT_RUN = "present", "fixed", "could not run"
 TIMEOUT_S = 300
@@ -188,11 +188,6 @@ def format_table(tables) -> str:
 
 
 # ------------------------------------------------------------------ the command
-def _fail(msg):
-    print(f"frameval: error: {msg}", file=sys.stderr)
-    sys.exit(2)
-
-
 def parse_frameworks(text: str) -> list:
     if text in ("", "all"):
         return list(FRAMEWORKS)
@@ -200,10 +195,10 @@ def parse_frameworks(text: str) -> list:
     for name in text.split(","):
         fw = canonical_framework(name.strip())
         if fw not in FRAMEWORKS + OPT_IN_FRAMEWORKS:
-            _fail(f"--frameworks: unknown framework {name.strip()!r}; choose from "
+            fail(f"--frameworks: unknown framework {name.strip()!r}; choose from "
                   f"{', '.join(FRAMEWORKS + OPT_IN_FRAMEWORKS)}")
         if not catalogue([fw]):
-            _fail(f"--frameworks: {fw} has no reproductions under defects/{fw}/")
+            fail(f"--frameworks: {fw} has no reproductions under defects/{fw}/")
         out.append(fw)
     return list(dict.fromkeys(out))
 
@@ -218,7 +213,7 @@ def main(argv) -> int:
     args = p.parse_args(argv)
     fws = parse_frameworks(args.frameworks)
     if args.env_backend not in ("auto", "conda", "venv"):
-        _fail(f"--env-backend {args.env_backend!r}: choose auto, conda or venv")
+        fail(f"--env-backend {args.env_backend!r}: choose auto, conda or venv")
     from .bootstrap import ensure_runner
     ensure_runner(["defects", *argv], backend=args.env_backend)  # its uv builds what is missing
     from .envs import ensure_frameworks

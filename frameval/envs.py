@@ -40,11 +40,10 @@ from pathlib import Path
 from .envspec import EnvSpec, SpecError, parse_spec
 from .files import atomic_write
 from .locks import file_lock
-from .paths import FRAMEWORK_KEY_ENV, envs_dir, user_cache_dir
-from .workloads import DISPLAY_NAMES
+from .paths import FRAMEWORK_KEY_ENV, REPO, envs_dir, user_cache_dir
+from .catalog import BY_KEY, FRAMEWORKS, framework_name
 from .versions import framework_spec, kernel_suffix, key, split_key
 
-REPO = Path(__file__).resolve().parent.parent
 # FRAMEVAL_ENV_SPECS points at another folder of <fw>.yml specs (custom pins; the tests' broken env).
 ENVS_SPEC_DIR = Path(os.environ.get("FRAMEVAL_ENV_SPECS") or REPO / "envs")
 # Kernels are registered here (git-ignored), and JUPYTER_PATH points at it for
@@ -732,7 +731,6 @@ def registered_kernels() -> list[str]:
     return sorted(p.name for p in kdir.iterdir() if (p / "kernel.json").exists()) if kdir.is_dir() else []
 
 
-DISPLAY = DISPLAY_NAMES
 
 
 def _kernel_extra(framework: str, device: str, version: str = "") -> dict:
@@ -756,7 +754,7 @@ def ensure_framework(framework: str, device: str = "cpu", backend: str = "auto",
     env = ensure_env(spec, choose_backend(backend), echo=echo, announce=announce)
     env.kernel = kernel_name(framework, device) + kernel_suffix(version)
     register_kernel(env, env.kernel,
-                    f"frameval · {DISPLAY.get(framework, framework)}" + (f" {version}" if version else "")
+                    f"frameval · {framework_name(framework)}" + (f" {version}" if version else "")
                     + (" (GPU)" if device == "gpu" else ""),
                     _kernel_extra(framework, device, version))
     return env
@@ -810,10 +808,6 @@ def ensure_frameworks(frameworks, device: str = "cpu", backend: str = "auto", ec
 
 
 # ------------------------------------------------------- the user's environments
-# What `import` each framework is, and its package name in envs/<fw>.yml.
-FRAMEWORK_MODULE = {"torch": "torch", "tensorflow": "tensorflow", "paddle": "paddle", "mindspore": "mindspore",
-                    "megengine": "megengine", "mxnet": "mxnet"}
-FRAMEWORK_PACKAGE = {"paddle": "paddlepaddle"}
 # What a kernel needs besides the framework: the kernel itself, and numpy for
 # frameval.nb (numpy + standard library, imported from this clone).
 KERNEL_SIDE = ("ipykernel", "numpy")
@@ -847,7 +841,7 @@ def spec_pin(spec: EnvSpec) -> str:
     """The framework's requirement line in its spec, e.g. "torch==2.13.0"."""
     fw = spec.name[len("frameval-"):] if spec.name.startswith("frameval-") else spec.name
     fw = fw[:-len("-gpu")] if fw.endswith("-gpu") else fw
-    want = re.sub(r"[-_.]+", "-", FRAMEWORK_PACKAGE.get(fw, fw)).lower()
+    want = re.sub(r"[-_.]+", "-", (BY_KEY[fw].package if fw in BY_KEY else fw)).lower()
     for line in spec.pip:
         m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", line)
         if m and re.sub(r"[-_.]+", "-", m.group(1)).lower().startswith(want):
@@ -865,7 +859,7 @@ def probe_user_python(framework: str, python: str, timeout: float = 600) -> dict
         raise UserEnvError(f"{label}: no such file")
     if exe.is_dir() or not os.access(exe, os.X_OK):
         raise UserEnvError(f"{label}: not an executable file (give the interpreter, e.g. <env>/bin/python)")
-    module = FRAMEWORK_MODULE.get(framework, framework)
+    module = (BY_KEY[framework].import_name if framework in BY_KEY else framework)
     env = dict(os.environ, **FRAMEWORK_KERNEL_ENV.get(framework, {}), PYTHONWARNINGS="ignore")
     for var in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV"):
         env.pop(var, None)
@@ -946,12 +940,12 @@ def user_env(framework: str, python, device: str = "cpu", echo=print, probe: dic
     info.update(installed=installed, freeze=user_freeze(exe))
     env = Env(spec=spec, prefix=Path(info["prefix"]), backend="user", python_path=exe,
               kernel=user_kernel_name(framework, exe, device), user=info)
-    register_kernel(env, env.kernel, f"frameval · {DISPLAY.get(framework, framework)} (your {exe})",
+    register_kernel(env, env.kernel, f"frameval · {framework_name(framework)} (your {exe})",
                     _kernel_extra(framework, device))
     return env
 
 
 if __name__ == "__main__":  # python -m frameval.envs torch mxnet ...: build by hand
-    for fw in sys.argv[1:] or DISPLAY:
+    for fw in sys.argv[1:] or FRAMEWORKS:
         e = ensure_framework(fw)
         print(fw, e.prefix)

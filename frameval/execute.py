@@ -30,8 +30,8 @@ from pathlib import Path
 from . import files, results
 from . import notebook as nbfile
 from .envs import jupyter_env
-from .paths import data_cache_dir
-from .plan import REPO, Run
+from .paths import REPO, data_cache_dir
+from .plan import Run
 
 NB_MODULE = REPO / "frameval" / "nb"
 

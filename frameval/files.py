@@ -33,8 +33,20 @@ PAPERMILL_LOG = "papermill.log"
 WORK = "work"  # the run's working folder (framework caches, compile dumps), emptied before each execution
 GRIDS = "grids"
 PLAN = "plan.json"
+RUNS = "runs"  # <out>/runs/<fw>/<run folder>/
 ENVIRONMENTS = "environments"
 OUT_LOCK = ".frameval.lock"
+
+
+def run_folder(workload: str, mode: str, device: str = "cpu") -> str:
+    """A run's folder name under runs/<fw>/: <workload>-<mode>[-gpu]."""
+    return f"{workload}-{mode}" + ("-gpu" if device == "gpu" else "")
+
+
+def run_dir(out, framework: str, workload: str, mode: str, device: str = "cpu", repeat: int = 1) -> Path:
+    """<out>/runs/<fw>/<workload>-<mode>[-gpu]/, and r<k>/ inside it for repeat k > 1."""
+    d = Path(out) / RUNS / framework / run_folder(workload, mode, device)
+    return d if repeat <= 1 else d / f"r{repeat}"
 
 
 @contextlib.contextmanager

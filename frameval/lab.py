@@ -25,9 +25,9 @@ import sys
 from pathlib import Path
 
 from . import files
-from .paths import hand_runs_dir, lab_dir
-from .plan import REPO, PlanError, framework_entries
-from .workloads import FRAMEWORKS
+from .paths import REPO, hand_runs_dir, lab_dir
+from .plan import PlanError, framework_entries
+from .catalog import FRAMEWORKS
 
 MANIFEST = ".frameval-copied.json"   # {relative path: sha256 of the repository file last copied}
 
@@ -226,7 +226,7 @@ def post_save_hook(model=None, os_path=None, contents_manager=None, **_):
         if not os_path or not str(os_path).endswith(".ipynb"):
             return
         nb = json.loads(Path(os_path).read_text(encoding="utf-8"))
-        root = (hand_runs_dir() / "runs").resolve()
+        root = (hand_runs_dir() / files.RUNS).resolve()
         for p in result_paths(nb):
             res = Path(p).resolve()
             if res.is_file() and root in res.parents:

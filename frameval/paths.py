@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 
 APP = "frameval"
+# The clone this module runs from: its notebooks/, envs/, templates/, defects/.
+REPO = Path(__file__).resolve().parent.parent
 
 
 def user_cache_dir() -> Path:

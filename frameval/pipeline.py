@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from . import __version__, envs, execute, files, locks, results
-from .plan import REPO
+from .paths import REPO
 
 EXIT_FAILED, EXIT_INTERRUPTED, EXIT_BUSY = 1, 130, 2
 

@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import notebook as nbfile
-from . import versions
-from .workloads import (WORKLOAD_PARAMS, DEVICES, FRAMEWORKS, OPT_IN_FRAMEWORKS, MODES, PROFILE_FRAMEWORK_OVERRIDES, PROFILES, WORKLOADS,
+from . import files, versions
+from .paths import REPO
+from .catalog import (WORKLOAD_PARAMS, DEVICES, FRAMEWORKS, OPT_IN_FRAMEWORKS, MODES, PROFILE_FRAMEWORK_OVERRIDES, PROFILES, WORKLOADS,
                         canonical_framework)
 
-REPO = Path(__file__).resolve().parent.parent
 NOTEBOOKS = REPO / "notebooks"
 # Set by the runner from its own options, not with -p.
 RESERVED = {"mode": "--mode", "device": "--device", "out_dir": "--out"}
@@ -57,7 +57,7 @@ class Run:
 
     @property
     def name(self) -> str:
-        return f"{self.fw_key}/{self.workload}-{self.mode}" + ("-gpu" if self.device == "gpu" else "")
+        return f"{self.fw_key}/{files.run_folder(self.workload, self.mode, self.device)}"
 
 
 def notebook_path(framework: str, workload: str) -> Path:

@@ -18,12 +18,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .files import OUTPUT_NB, PARTIAL, RESULT, WORK, atomic_write_json
-
-
-def run_dir(out: Path, framework: str, workload: str, mode: str, device: str = "cpu", repeat: int = 1) -> Path:
-    d = Path(out) / "runs" / framework / (f"{workload}-{mode}" + ("-gpu" if device == "gpu" else ""))
-    return d if repeat <= 1 else d / f"r{repeat}"
+from .files import OUTPUT_NB, PARTIAL, RESULT, RUNS, WORK, atomic_write_json, run_dir
 
 
 def read_result(path: Path) -> dict:
@@ -49,7 +44,7 @@ def load_runs(*sources) -> list:
     runner never finalised are listed as failed."""
     out = []
     for src in sources:
-        root = Path(src) / "runs"
+        root = Path(src) / RUNS
         if not root.is_dir():
             continue
         # Repeats (r2/, r3/ ...) are summarised in the first repeat's "repeats" list.

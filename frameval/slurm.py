@@ -37,8 +37,7 @@ import time
 from pathlib import Path
 
 from . import envs, execute, results
-from .paths import user_cache_dir
-from .plan import REPO
+from .paths import REPO, user_cache_dir
 
 SLURM_JSON = "slurm.json"
 FOLDER = ".slurm"  # submitit's job folder, inside the output folder

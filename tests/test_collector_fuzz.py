@@ -47,7 +47,7 @@ NASTY = [MARK, '<script>alert("x")</script>', "<img src=x onerror=alert(1)>", "|
          "**bold** _i_ [link](javascript:alert(1))", "`code` ``` fence", "中文标题 · 深度学习", "\u202eRTL\u202c",
          "line1\nline2\r\n", "&amp; &lt;tag&gt;", "{n} {workload} {}", "</td></tr></table>", "\"q\" 'q'",
          "# heading", "> quote", "![img](http://example.com/x.png)", "<!-- c -->", "-->", "${x}", "\x00\x07"]
-from frameval.workloads import WORKLOADS  # noqa: E402
+from frameval.catalog import WORKLOADS  # noqa: E402
 METRICS = {"lenet": ("train_loss", "train_acc", "test_loss", "test_acc"), "dcgan": ("gen_loss", "disc_loss"),
            "lstm": ("train_mse", "val_mse")}
 OPTIONAL = ("samples_per_s", "peak_rss_mb", "rss_after_import_mb", "peak_device_mb", "peak_device_driver_mb",

@@ -6,7 +6,7 @@ import pytest
 from frameval import envs
 from frameval.envspec import SpecError, parse_spec
 from frameval.nb import paths
-from frameval.workloads import FRAMEWORKS, OPT_IN_FRAMEWORKS
+from frameval.catalog import FRAMEWORKS, OPT_IN_FRAMEWORKS
 from conftest import REPO
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from frameval import notebook as nbfile
 from frameval.nb.params import WORKLOAD_PARAMS
-from frameval.workloads import FRAMEWORKS, OPT_IN_FRAMEWORKS, WORKLOADS
+from frameval.catalog import FRAMEWORKS, OPT_IN_FRAMEWORKS, WORKLOADS
 from conftest import REPO
 
 pytestmark = pytest.mark.fast

@@ -27,7 +27,7 @@ def test_full_profile_is_the_notebook_defaults():
 
 def test_quick_profile_is_equal_work():
     """Every framework gets the same samples, batch and epochs in the default run."""
-    from frameval.workloads import FRAMEWORKS, WORKLOADS
+    from frameval.catalog import FRAMEWORKS, WORKLOADS
     for wl in WORKLOADS:
         sizes = {tuple(sorted(build_plan(fw, wl, "graph", "cpu", "quick")[0].params.items())) for fw in FRAMEWORKS}
         assert len(sizes) == 1, (wl, sizes)

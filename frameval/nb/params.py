@@ -2,7 +2,7 @@
 (ilkarman-style shared params). A test checks each notebook's `parameters`
 cell against these lists; the runner validates `-p` values against the cell.
 """
-from ..workloads import DEVICES, MODES, WORKLOAD_PARAMS
+from ..catalog import DEVICES, MODES, WORKLOAD_PARAMS
 
 
 def collect(namespace: dict, workload: str) -> dict:

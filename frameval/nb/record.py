@@ -125,13 +125,13 @@ def hand_run_folder(framework: str, workload: str, mode: str, device: str, param
     kept = {k: v for k, v in params.items() if k not in HAND_SKIP}
     changed = kept if defaults is None else {k: v for k, v in kept.items()
                                              if k not in defaults or not _same(v, defaults[k])}
-    name = f"{workload}-{mode}" + ("-gpu" if device == "gpu" else "")
+    name = files.run_folder(workload, mode, device)
     if changed:
         suffix = ",".join(f"{k}={_token(v)}" for k, v in sorted(changed.items()))
         if len(suffix) > _MAX_NAME or not all(_SAFE.fullmatch(p) for kv in suffix.split(",") for p in kv.split("=", 1)):
             suffix = "p" + hashlib.sha256(json.dumps(sorted(changed.items()), default=str).encode()).hexdigest()[:10]
         name += "@" + suffix
-    d = root / "runs" / hand_run_framework(framework) / name
+    d = root / files.RUNS / hand_run_framework(framework) / name
     replaced = (d / RESULT).exists()
     if replaced:  # kept aside, not collected: the new run replaces it in the report
         for f, kept in ((RESULT, files.REPLACED), (files.OUTPUT_NB, files.REPLACED_NB)):
@@ -153,7 +153,7 @@ def write_hand_plan(root) -> Path:
     report's metadata and framework list read), rebuilt from the runs there."""
     root = Path(root)
     found = []
-    for f in sorted((root / "runs").glob(f"*/*/{RESULT}")):
+    for f in sorted((root / files.RUNS).glob(f"*/*/{RESULT}")):
         try:
             r = json.loads(f.read_text())
             found.append((str(r.get("framework")), str(r.get("workload")), str(r.get("mode")), f.parent.name,
@@ -172,7 +172,7 @@ def write_hand_plan(root) -> Path:
                               "changed from the notebook's defaults"],
             "started": min((x[4] for x in found if x[4]), default=time.strftime("%Y-%m-%dT%H:%M:%S%z")),
             "frameval_version": version, "runs": [f"{x[0]}/{x[3]}" for x in found]}
-    (root / "runs").mkdir(parents=True, exist_ok=True)
+    (root / files.RUNS).mkdir(parents=True, exist_ok=True)
     return atomic_write_json(root / HAND_PLAN, plan)
 
 

@@ -11,6 +11,7 @@ import datetime as _dt
 from pathlib import Path
 
 from ..files import atomic_write
+from ..paths import REPO
 from ..results import load_runs
 from . import charts as ch
 from .audit import audit_table
@@ -27,7 +28,6 @@ from .spec import WORKLOADS, framework_name, order_key
 from .versions import version_section
 from .tables import code_size_table, error_entries, memory_table, scope_notes, workload_table
 
-REPO = Path(__file__).resolve().parents[2]
 
 
 def build(sources, out_dir, lang="en", title="", author="", notes_file="", name="report", command="",

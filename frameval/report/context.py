@@ -10,7 +10,8 @@ from pathlib import Path
 from .. import __version__ as FRAMEVAL_VERSION
 from . import fmt
 from .model import d_
-from .spec import FRAMEWORK_PACKAGES, framework_name
+from ..catalog import BY_KEY
+from .spec import framework_name
 
 
 def git_commit(repo: Path):
@@ -70,7 +71,7 @@ def framework_env(fw, rows, elist, S) -> dict:
     pys = _recorded(frows, "python") | {str(e["python"]) for e in elist if e.get("python")}
     threads = sorted({str(w["r"].get("threads")) for w in frows if w["r"].get("threads") is not None})
     packages, specs = [], []
-    names = FRAMEWORK_PACKAGES.get(fw, (fw,))
+    names = BY_KEY[fw].packages if fw in BY_KEY else (fw,)
     for e in elist:
         for line in str(e.get("freeze") or "").splitlines():
             pkg = line.split("==")[0].split(" @ ")[0].strip().lower()

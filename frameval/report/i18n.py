@@ -7,7 +7,8 @@ import string
 from functools import lru_cache
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+from ..paths import REPO
+
 TEMPLATES = REPO / "templates"
 LANGS = ("en", "zh")
 

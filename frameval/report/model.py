@@ -19,7 +19,7 @@ import re
 import statistics
 from pathlib import Path
 
-from ..files import OUTPUT_NB, PLAN
+from ..files import OUTPUT_NB, PLAN, RUNS
 from . import fmt
 from .spec import MODES, WORKLOADS, framework_name, order_key
 from .versions import name_versions, version_key
@@ -99,7 +99,7 @@ def load_repeats(sources) -> list:
     from ..results import read_result
     out = []
     for src in sources:
-        for res in sorted((Path(src) / "runs").glob("*/*/r*/result.json")):
+        for res in sorted((Path(src) / RUNS).glob("*/*/r*/result.json")):
             if not _is_repeat_dir(str(res.parent)):
                 continue
             r = read_result(res)
@@ -123,7 +123,7 @@ def run_id(r) -> str:
     """`<source folder name>/<framework>/<run folder>`: names the run in the HTML (data-run)."""
     d, src = Path(str(r.get("_dir") or "")), Path(str(r.get("_source") or ""))
     try:
-        rel = d.relative_to(src / "runs").as_posix()
+        rel = d.relative_to(src / RUNS).as_posix()
     except ValueError:
         rel = d.as_posix()
     return f"{src.name or src}/{rel}"

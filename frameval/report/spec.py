@@ -1,19 +1,15 @@
-"""The facts the report audits against (from docs/workloads.md). The lists
-and the spec's parameter counts live in `frameval/workloads.py`; this module
-adds only what the report needs besides (display names, packages, settings)."""
+"""The facts the report audits against (from docs/workloads.md). The lists,
+names, packages and the spec's parameter counts live in `frameval/catalog.py`;
+this module adds only what the audit needs besides (settings, count aliases)."""
 from __future__ import annotations
 
-from ..workloads import DISPLAY_NAMES as FRAMEWORK_NAMES
-from ..workloads import FRAMEWORKS as _DEFAULT
-from ..workloads import LSTM_TWO_BIAS_COUNT, MODES, OPT_IN_FRAMEWORKS, WORKLOADS  # noqa: F401 - the report's names
-from ..workloads import SPEC_PARAM_COUNTS as PARAM_COUNTS
+from ..catalog import FRAMEWORKS as _DEFAULT
+from ..catalog import LSTM_TWO_BIAS_COUNT, MODES, OPT_IN_FRAMEWORKS, WORKLOADS  # noqa: F401 - the report's names
+from ..catalog import SPEC_PARAM_COUNTS as PARAM_COUNTS
+from ..catalog import framework_name, order_key  # noqa: F401 - the report's names
 
 # Report order: the default matrix's frameworks, then the opt-in ones.
 FRAMEWORKS = _DEFAULT + OPT_IN_FRAMEWORKS
-# The pip package that carries each framework's version, to pick out of a freeze.
-FRAMEWORK_PACKAGES = {"torch": ("torch",), "tensorflow": ("tensorflow", "tensorflow-cpu", "keras"),
-                      "paddle": ("paddlepaddle", "paddlepaddle-gpu"), "mindspore": ("mindspore",),
-                      "megengine": ("megengine",), "mxnet": ("mxnet", "mxnet-cu"), "jax": ("jax", "jaxlib", "flax", "optax")}
 # Counts that differ from the spec for a structural reason, not a mismatch.
 STRUCTURAL = {("lstm", "lstm", LSTM_TWO_BIAS_COUNT): "two_bias"}
 # Where a network's result key is spelled differently by a notebook.
@@ -30,14 +26,6 @@ SPEC_SETTINGS = {
     "lstm": {"batch_size": 32, "lr": 1e-3, "optimizer": "Adam", "betas": [0.9, 0.999], "adam_eps": 1e-8,
              "dtype": "float32", "epochs": 20, "window": 20, "hidden": 32},
 }
-
-
-def framework_name(fw: str) -> str:
-    return FRAMEWORK_NAMES.get(fw, fw)
-
-
-def order_key(fw: str) -> tuple:
-    return (FRAMEWORKS.index(fw) if fw in FRAMEWORKS else len(FRAMEWORKS), fw)
 
 
 def match_counts(workload: str, counts: dict) -> dict:

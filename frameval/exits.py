@@ -1,0 +1,16 @@
+"""How frameval ends on bad input: one line on stderr, exit status 2, before
+anything is built. Every subcommand imports its `fail` from here.
+
+Standard library only: it runs before the runner environment exists.
+"""
+from __future__ import annotations
+
+import sys
+
+EXIT_BAD_INPUT = 2
+
+
+def fail(msg: str) -> "NoReturn":  # noqa: F821
+    """Print `frameval: error: <msg>` (one line) and exit 2."""
+    print(f"frameval: error: {' '.join(str(msg).split())}", file=sys.stderr)
+    sys.exit(EXIT_BAD_INPUT)
