@@ -62,7 +62,7 @@ def main(argv) -> int:
     result = compare_folders(args.a, args.b, args.threshold, args.lang)
     print(result["markdown"])
     if args.out:
-        from .nb.record import atomic_write_json
+        from .files import atomic_write_json
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
         (out / "compare.md").write_text(result["markdown"], encoding="utf-8")

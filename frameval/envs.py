@@ -38,6 +38,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .envspec import EnvSpec, SpecError, parse_spec
+from . import files
 from .files import atomic_write
 from .locks import file_lock
 from .paths import FRAMEWORK_KEY_ENV, REPO, envs_dir, user_cache_dir
@@ -620,7 +621,7 @@ def ensure_env(spec: EnvSpec, backend: Backend, echo=print, announce: bool = Tru
                 log.flush()
                 why = _failure_line(log_path)
                 raise EnvBuildError(f"{spec.name}: {e}{': ' + why if why else ''}; log: {log_path}\n"
-                                    f"{_tail(log_path)}") from None
+                                    f"{files.tail(log_path, 12)}") from None
             t1 = time.perf_counter()
             (env.prefix / "frameval-freeze.txt").write_text(backend.freeze(env))
             log.write(f"# freeze: {time.perf_counter() - t1:.1f} s; build: {time.perf_counter() - t0:.1f} s\n")
@@ -674,11 +675,6 @@ def _failure_line(log_path: Path) -> str:
     return ""
 
 
-def _tail(path: Path, n: int = 12) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-n:])
-    except OSError:
-        return ""
 
 
 # --------------------------------------------------------------------- kernels

@@ -341,7 +341,7 @@ def execute(run: Run, d: Path, kernel: str, parts: dict, timeout: float | None =
         if err_type is None:
             err_type, err_msg, tb = notebook_error(d / files.OUTPUT_NB, d / files.PAPERMILL_LOG, proc.returncode)
         else:
-            tb = _tail(d / files.PAPERMILL_LOG)
+            tb = files.tail(d / files.PAPERMILL_LOG)
         res = results.failure_record(run, err_type, err_msg, tb, results.load_partial(d))
     res.update(extra or {}, cache_parts=parts, cache_key=cache_key(parts), wall_s=round(secs, 2),
                executed=time.strftime("%Y-%m-%dT%H:%M:%S"))
@@ -361,11 +361,6 @@ def mark_interrupted():
     terminate_current()
 
 
-def _tail(path: Path, n: int = 25) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-n:])
-    except OSError:
-        return ""
 
 
 def notebook_error(output_nb: Path, log: Path, returncode) -> tuple:
@@ -380,7 +375,7 @@ def notebook_error(output_nb: Path, log: Path, returncode) -> tuple:
                     return o.get("ename", "Error"), o.get("evalue", ""), _strip_ansi(tb)
     except (OSError, ValueError):
         pass
-    text = _tail(log, 40)
+    text = files.tail(log, 40)
     for marker, kind in (("DeadKernelError", "DeadKernelError"), ("Kernel died", "DeadKernelError"),
                          ("RuntimeError: Kernel didn't respond", "KernelStartTimeout"),
                          ("No such kernel", "NoSuchKernel")):

@@ -82,7 +82,18 @@ def atomic_write(path, data, fsync: bool = False) -> Path:
     return Path(path)
 
 
-def atomic_write_json(path, obj, default=str, fsync: bool = True, **dump_kw) -> Path:
+def jsonable(o):
+    """JSON for what `json` cannot write: numpy scalars and arrays (by duck
+    typing, so this module stays standard library only; a non-finite float
+    becomes null), paths and anything else as text."""
+    if hasattr(o, "tolist") and hasattr(o, "dtype"):
+        v = o.tolist()
+        finite = not isinstance(v, float) or v - v == 0  # inf - inf and nan - nan are nan
+        return v if finite else None
+    return str(o)
+
+
+def atomic_write_json(path, obj, default=jsonable, fsync: bool = True, **dump_kw) -> Path:
     """`obj` as JSON (indent 1 unless told), written atomically."""
     dump_kw.setdefault("indent", 1)
     return atomic_write(path, json.dumps(obj, default=default, **dump_kw), fsync=fsync)
@@ -93,3 +104,11 @@ def atomic_copy(src, dst) -> Path:
     with replacing(dst) as tmp:
         shutil.copyfile(src, tmp)
     return Path(dst)
+
+
+def tail(path, n: int = 25) -> str:
+    """The last `n` lines of a text file (a log), or "" if it cannot be read."""
+    try:
+        return "\n".join(Path(path).read_text(errors="replace").splitlines()[-n:])
+    except OSError:
+        return ""

@@ -36,7 +36,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import envs, execute, results
+from . import envs, execute, files, results
 from .paths import REPO, user_cache_dir
 
 SLURM_JSON = "slurm.json"
@@ -227,11 +227,6 @@ def run_on_node(task: dict) -> str:
 
 
 # ----------------------------------------------------------------- the runner
-def _tail(path, n=25) -> str:
-    try:
-        return "\n".join(Path(path).read_text(errors="replace").splitlines()[-n:])
-    except OSError:
-        return ""
 
 
 def finalize(d: Path, state: dict | None, run=None) -> str | None:
@@ -253,11 +248,11 @@ def finalize(d: Path, state: dict | None, run=None) -> str | None:
     if not st:  # Slurm forgot the job (no accounting): the node's own record decides
         st = "COMPLETED" if node_done else "UNKNOWN"
     if not (st == "COMPLETED" and node_done):
-        logs = "\n".join(x for x in (_tail(meta.get("stderr", "")), _tail(meta.get("stdout", ""))) if x)
+        logs = "\n".join(x for x in (files.tail(meta.get("stderr", "")), files.tail(meta.get("stdout", ""))) if x)
         node_line = next((ln for ln in logs.splitlines()[::-1] if ln.startswith("frameval: error:")), "")
-        exc = next((ln for ln in _tail(meta.get("stderr", ""), 60).splitlines()[::-1]
+        exc = next((ln for ln in files.tail(meta.get("stderr", ""), 60).splitlines()[::-1]
                     if re.match(r"^[A-Za-z_.]+(Error|Exception|Interrupt)\b", ln)), "")
-        pm = _tail(d / "papermill.log", 15)
+        pm = files.tail(d / "papermill.log", 15)
         where = (state or {}).get("node") or (res or {}).get("slurm", {}).get("hostname", "") or "?"
         msg = node_line or (f"Slurm job {meta['job_id']} ended {st} on node {where} after "
                             f"{(state or {}).get('elapsed', '?')}" + (f": {exc}" if exc else "") +

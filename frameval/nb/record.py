@@ -36,23 +36,6 @@ THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "NUMEXPR_NUM_THREADS")
 
 
-def atomic_write_json(path, obj) -> Path:
-    """The one atomic writer (frameval/files.py), with numpy values made JSON."""
-    return files.atomic_write_json(path, obj, default=_jsonable)
-
-
-def _jsonable(o):
-    if isinstance(o, (np.floating,)):
-        return None if not np.isfinite(o) else float(o)
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    if isinstance(o, Path):
-        return str(o)
-    return str(o)
-
-
 def _clean(v):
     """NaN/inf are not JSON: a non-finite number is kept as the string it is, so
     the report shows it rather than a fake zero."""
@@ -173,7 +156,7 @@ def write_hand_plan(root) -> Path:
             "started": min((x[4] for x in found if x[4]), default=time.strftime("%Y-%m-%dT%H:%M:%S%z")),
             "frameval_version": version, "runs": [f"{x[0]}/{x[3]}" for x in found]}
     (root / files.RUNS).mkdir(parents=True, exist_ok=True)
-    return atomic_write_json(root / HAND_PLAN, plan)
+    return files.atomic_write_json(root / HAND_PLAN, plan)
 
 
 class Epoch(dict):
@@ -426,7 +409,7 @@ class Recorder:
 
     def write_partial(self):
         self._summarise_light()
-        atomic_write_json(self.out / PARTIAL, self.result)
+        files.atomic_write_json(self.out / PARTIAL, self.result)
 
     def _summarise_light(self):
         self._summarise_memory()
@@ -463,7 +446,7 @@ class Recorder:
             self.result["error"] = {"type": "NonFiniteLoss", "message": f"non-finite loss values: {bad[:3]}",
                                     "traceback": ""}
         self.result["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-        path = atomic_write_json(self.out / RESULT, self.result)
+        path = files.atomic_write_json(self.out / RESULT, self.result)
         try:
             (self.out / PARTIAL).unlink()
         except OSError:
