@@ -8,13 +8,12 @@ import os
 import sys
 from pathlib import Path
 
-from .envs import EnvBuildError, choose_backend, ensure_env, env_for, jupyter_env, register_kernel
+from .envs import EnvBuildError, choose_backend, ensure_env, env_for, register_kernel
 from .envspec import SpecError, parse_spec
 from .paths import REPO
 
 RUNNER_SPEC = REPO / "environment.yml"
 RUNNER_KERNEL = "frameval-runner"
-BENCH_DIR = REPO / "bench"
 
 
 def runner_env(backend: str = "auto"):
@@ -100,56 +99,3 @@ def register_runner_kernel(backend: str = "auto"):
     if not inside_runner(backend):
         return
     register_kernel(env, RUNNER_KERNEL, "frameval · runner (collector)")
-
-
-TEST_USAGE = ("usage: run_all.py test [--fast] [--env-backend auto|conda|venv] [pytest args]\n"
-              "  --fast   the unit-level tests only (pytest -m fast, under 2 minutes); without it, the whole suite (CI)")
-
-
-def parse_test_args(argv) -> tuple:
-    """`run_all.py test`'s own options, before the pytest arguments: (fast, backend, pytest args)."""
-    fast, backend, rest = False, os.environ.get("FRAMEVAL_ENV_BACKEND", "auto"), list(argv)
-    while rest and rest[0] in ("--fast", "--env-backend") or rest and rest[0].startswith("--env-backend="):
-        opt = rest.pop(0)
-        if opt == "--fast":
-            fast = True
-            continue
-        value = opt.split("=", 1)[1] if "=" in opt else (rest.pop(0) if rest else "")
-        if value not in ("auto", "conda", "venv"):
-            print(f"frameval: error: test --env-backend {value!r}: choose auto, conda or venv", file=sys.stderr)
-            sys.exit(2)
-        backend = value
-    return fast, backend, rest
-
-
-def run_tests(argv) -> int:
-    """`python3 run_all.py test`: the runner env (built with --env-backend's
-    backend), the system browser (a printed setup step), then pytest."""
-    if argv[:1] in (["-h"], ["--help"]):
-        print(TEST_USAGE + "\n(pytest's own options follow)\n", flush=True)
-    fast, backend, pytest_args = parse_test_args(argv)
-    ensure_runner(["test", *argv], backend=backend)
-    if not fast:  # the fast loop has no browser test
-        from .testtools import ensure_browser
-        ensure_browser(lambda m: print(m, flush=True))
-    os.chdir(REPO)
-    env = jupyter_env()
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")]))
-    env["FRAMEVAL_ENV_BACKEND"] = backend  # what the tests' own run_all.py calls use
-    cmd = [sys.executable, "-m", "pytest", *(["-m", "fast"] if fast else []), *(pytest_args or ["tests"])]
-    os.execve(sys.executable, cmd, env)
-
-
-def run_bench(argv) -> int:
-    """`python3 run_all.py bench <name> [args]`: bench/<name>.py in the runner env."""
-    names = sorted(p.stem for p in BENCH_DIR.glob("*.py"))
-    if not argv or argv[0] in ("-h", "--help"):
-        print(f"usage: run_all.py bench {{{','.join(names)}}} [args]   (each takes --help)")
-        return 0 if argv else 2
-    name = argv[0][:-3] if argv[0].endswith(".py") else argv[0]
-    if name not in names:
-        print(f"frameval: error: bench {argv[0]!r}: choose one of {', '.join(names)}", file=sys.stderr)
-        return 2
-    script = BENCH_DIR / f"{name}.py"
-    bootstrap_script(script, argv[1:])
-    os.execv(sys.executable, [sys.executable, str(script), *argv[1:]])

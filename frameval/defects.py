@@ -17,21 +17,18 @@ Standard library only: it runs before the runner environment exists.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .exits import fail
 from .files import atomic_write_json
 from .paths import REPO, user_cache_dir
-from .catalog import FRAMEWORKS, OPT_IN_FRAMEWORKS, canonical_framework
+from .catalog import FRAMEWORKS, OPT_IN_FRAMEWORKS
 
 DEFECTS_DIR = REPO / "defects"
 PRESENT, FIXED, NOT_RUN = "present", "fixed", "could not run"
@@ -185,58 +182,3 @@ def format_table(tables) -> str:
                          r["status"] + (f" ({r['why']})" if r["why"] else ""), f"{r['seconds']:.0f}"))
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(row[:4], widths)) + "  " + row[4] for row in rows)
-
-
-# ------------------------------------------------------------------ the command
-def parse_frameworks(text: str) -> list:
-    if text in ("", "all"):
-        return list(FRAMEWORKS)
-    out = []
-    for name in text.split(","):
-        fw = canonical_framework(name.strip())
-        if fw not in FRAMEWORKS + OPT_IN_FRAMEWORKS:
-            fail(f"--frameworks: unknown framework {name.strip()!r}; choose from "
-                  f"{', '.join(FRAMEWORKS + OPT_IN_FRAMEWORKS)}")
-        if not catalogue([fw]):
-            fail(f"--frameworks: {fw} has no reproductions under defects/{fw}/")
-        out.append(fw)
-    return list(dict.fromkeys(out))
-
-
-def main(argv) -> int:
-    p = argparse.ArgumentParser(prog="run_all.py defects",
-                                description="Run each framework defect's reproduction (defects/<framework>/<id>.py) "
-                                            "in its environment and print present / fixed / could not run.")
-    p.add_argument("--frameworks", default="all", metavar="LIST",
-                   help=f"comma-separated, or all (default): {', '.join(FRAMEWORKS)} (also: {', '.join(OPT_IN_FRAMEWORKS)})")
-    p.add_argument("--env-backend", default="auto", help="auto, conda or venv (as for the main command)")
-    args = p.parse_args(argv)
-    fws = parse_frameworks(args.frameworks)
-    if args.env_backend not in ("auto", "conda", "venv"):
-        fail(f"--env-backend {args.env_backend!r}: choose auto, conda or venv")
-    from .bootstrap import ensure_runner
-    ensure_runner(["defects", *argv], backend=args.env_backend)  # its uv builds what is missing
-    from .envs import ensure_frameworks
-    say = lambda m: print(f"frameval: {m}", flush=True)  # noqa: E731
-    envs = ensure_frameworks(fws, "cpu", args.env_backend, echo=say)
-    tables, unbuilt = [], []
-    for fw in fws:
-        env = envs.get(fw)
-        if isinstance(env, Exception) or env is None:
-            unbuilt.append(fw)
-            say(f"{fw}: environment could not be built: {str(env).splitlines()[0] if env else 'unknown'}")
-            tables.append({"framework": fw, "version": None, "label": "pinned", "results": [
-                {"id": d.id, "status": NOT_RUN, "why": "environment not built", "seconds": 0.0} for d in catalogue([fw])]})
-            continue
-        say(f"{fw}: running {len(catalogue([fw]))} reproduction(s) in {env.prefix}")
-        t = run_env(fw, env, echo=say)
-        say(f"{fw}: stored {store(t)}")
-        tables.append(t)
-    print()
-    print(format_table(tables))
-    for line in (ln for t in tables for ln in removal_candidates(t)):
-        print(f"frameval: {line}")
-    bad = [f"{t['framework']}/{r['id']}" for t in tables for r in t["results"] if r["status"] == NOT_RUN]
-    if bad:
-        print(f"frameval: could not run: {', '.join(bad)}")
-    return 1 if bad else 0

@@ -17,7 +17,6 @@ import hashlib
 import json
 import os
 import select
-import shutil
 import signal
 import subprocess
 import sys
@@ -300,60 +299,45 @@ def start_papermill(input_path, output_path, params: dict, kernel: str, cwd, log
 def execute(run: Run, d: Path, kernel: str, parts: dict, timeout: float | None = None,
             start_timeout: int = 120, env_fields: dict | None = None, extra: dict | None = None) -> Outcome:
     """Run the notebook into `d` (output.ipynb, result.json). Never raises for a
-    notebook failure: it is recorded in result.json. `env_fields` are added to
+    notebook failure: the results store records it. `env_fields` are added to
     result["environment"] (where the environment came from), `extra` to the
-    result itself (the Slurm node, under "slurm").
-
-    The runner's one write of a run's result.json after the run: the kernel's
-    record completed with what only the runner knows (cache key, wall time,
-    environment), or a failure record where the kernel wrote none."""
-    d.mkdir(parents=True, exist_ok=True)
-    for stale in (files.RESULT, files.PARTIAL):
-        try:
-            (d / stale).unlink()
-        except OSError:
-            pass
-    # A rerun in the same folder would otherwise find the last run's compile
-    # caches (torch inductor's made a 42 s LeNet run take 10 s): start cold.
-    shutil.rmtree(d / files.WORK, ignore_errors=True)
+    result itself (the Slurm node, under "slurm")."""
+    results.clear_for_run(d)
     params = dict(run.params, out_dir=str(d))
     load_papermill()  # once per invocation, outside the run's clock
     t0 = time.perf_counter()
     proc = start_papermill(run.notebook, d / files.OUTPUT_NB, params, kernel, d, d / files.PAPERMILL_LOG, start_timeout)
+    error = _wait(proc, timeout, d / files.PAPERMILL_LOG)
+    secs = time.perf_counter() - t0
+    res = results.finished_record(d) if error is None and proc.returncode == 0 else None
+    if res is None and error is None:
+        error = notebook_error(d / files.OUTPUT_NB, d / files.PAPERMILL_LOG, proc.returncode)
+    runner_fields = dict(extra or {}, cache_parts=parts, cache_key=cache_key(parts), wall_s=round(secs, 2),
+                         executed=time.strftime("%Y-%m-%dT%H:%M:%S"))
+    res = results.complete(d, run, res, error, runner_fields, env_fields)
+    if error is None:
+        return Outcome(res["status"], secs, "" if res["status"] == "ok" else res.get("error", {}).get("message", ""))
+    if error[0] == "Interrupted":
+        raise Interrupted()
+    return Outcome("failed", secs, f"{error[0]}: {error[1]}")
+
+
+def _wait(proc, timeout, log: Path) -> tuple | None:
+    """Wait for the run; (type, message, log tail) if it was killed (time limit, Ctrl-C), else None."""
+    error = None
     _current["proc"] = proc
-    err_type = err_msg = None
     try:
         proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
-        err_type, err_msg = "Timeout", f"run exceeded --timeout {timeout:g} s and was killed"
+        error = "Timeout", f"run exceeded --timeout {timeout:g} s and was killed"
     finally:
         _current.pop("proc", None)
-    secs = time.perf_counter() - t0
     if _current.pop("interrupted", False):
         proc.kill()  # the kernel's group too, if the child was gone first
-        err_type, err_msg = "Interrupted", "the runner was interrupted (SIGINT/SIGTERM) during this run"
-    res = results.read_result(d / results.RESULT) if (d / results.RESULT).exists() else None
-    finished = bool(err_type is None and proc.returncode == 0 and res
-                    and res.get("status") in ("ok", "failed", "check_failed"))
-    if not finished:
-        if err_type is None:
-            err_type, err_msg, tb = notebook_error(d / files.OUTPUT_NB, d / files.PAPERMILL_LOG, proc.returncode)
-        else:
-            tb = files.tail(d / files.PAPERMILL_LOG)
-        res = results.failure_record(run, err_type, err_msg, tb, results.load_partial(d))
-    res.update(extra or {}, cache_parts=parts, cache_key=cache_key(parts), wall_s=round(secs, 2),
-               executed=time.strftime("%Y-%m-%dT%H:%M:%S"))
-    if env_fields:
-        res.setdefault("environment", {}).update(env_fields)
-    res.pop("reused", None)
-    results.write_result(d, res)
-    if finished:
-        return Outcome(res["status"], secs, "" if res["status"] == "ok" else res.get("error", {}).get("message", ""))
-    if err_type == "Interrupted":
-        raise Interrupted()
-    return Outcome("failed", secs, f"{err_type}: {err_msg}")
+        error = "Interrupted", "the runner was interrupted (SIGINT/SIGTERM) during this run"
+    return None if error is None else (*error, files.tail(log))
 
 
 def mark_interrupted():

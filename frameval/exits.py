@@ -10,6 +10,12 @@ import sys
 EXIT_BAD_INPUT = 2
 
 
+class BadInput(ValueError):
+    """Input that cannot run; the message is one line naming the problem.
+    Configs raise it while they validate themselves; a command turns it into
+    `fail`."""
+
+
 def fail(msg: str) -> "NoReturn":  # noqa: F821
     """Print `frameval: error: <msg>` (one line) and exit 2."""
     print(f"frameval: error: {' '.join(str(msg).split())}", file=sys.stderr)

@@ -11,21 +11,16 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from . import __version__, envs, execute, files, locks, results
+from . import __version__, envs, execute, executors, files, locks, results
+from .executors.context import ExecContext, Job
 from .paths import REPO
 
 EXIT_FAILED, EXIT_INTERRUPTED, EXIT_BUSY = 1, 130, 2
-
-
-def _fmt_s(s: float) -> str:
-    s = int(round(s))
-    return f"{s // 60}:{s % 60:02d}"
 
 
 def git_commit() -> str:
@@ -58,40 +53,46 @@ def out_lock(out: Path):
 
 
 class Pipeline:
-    def __init__(self, args, runs, argv):
-        self.args, self.runs, self.argv = args, runs, argv
-        self.out = Path(args.out).resolve()
+    """One invocation of the run command, on a validated RunConfig."""
+
+    def __init__(self, config):
+        self.config, self.runs, self.argv = config, config.runs, config.argv
+        self.out = Path(config.out).resolve()
         self.interrupted = False
+        self.executor = executors.get(config.executor)
 
     def say(self, msg: str):
         print(msg, flush=True)
 
     # --------------------------------------------------------------- entry
     def run(self) -> int:
-        a = self.args
-        if a.dry_run:
+        cfg = self.config
+        if cfg.dry_run:
             return self.dry_run()
         with out_lock(self.out):
-            if a.report_only:
-                from . import slurm  # jobs that ended after an --executor slurm runner was gone
-                slurm.finalize_folders(a.sources or [str(self.out)], say=self.say)
-                return self.collect(a.sources or [str(self.out)])
+            if cfg.report_only:
+                from .executors import slurm  # jobs that ended after an --executor slurm runner was gone
+                slurm.finalize_folders(cfg.sources or [str(self.out)], say=self.say)
+                return self.collect(cfg.sources or [str(self.out)])
             self._install_signals()
             self.write_plan()
             self.prepare_data()
             env_by_fw = self.environments()
-            if a.setup_only:
+            if cfg.setup_only:
                 self.say("frameval: setup done (environments, kernels, data caches); nothing run (--setup-only)")
                 return 0 if all(isinstance(e, envs.Env) for e in env_by_fw.values()) else EXIT_FAILED
-            if getattr(a, "executor", "local") == "slurm":
-                from . import slurm
-                failed = slurm.execute_all(self, env_by_fw)
-            else:
-                failed = self.execute_all(env_by_fw)
+            failed = self.execute_all(env_by_fw)
             code = self.collect([str(self.out)])
         if self.interrupted:
             return EXIT_INTERRUPTED
         return EXIT_FAILED if failed or code else 0
+
+    def context(self) -> ExecContext:
+        """What the executor is handed: no more than it needs."""
+        cfg = self.config
+        return ExecContext(out=self.out, total=len(self.runs), timeout=cfg.timeout, device=cfg.device, say=self.say,
+                           interrupted=lambda: self.interrupted,
+                           options=cfg.slurm if cfg.executor == "slurm" else None)
 
     def _install_signals(self):
         def handler(signum, frame):
@@ -106,10 +107,10 @@ class Pipeline:
     def write_plan(self):
         notes = sorted({n for r in self.runs for n in r.profile_notes})
         plan = {"command": "python3 run_all.py " + " ".join(_quote(x) for x in self.argv),
-                "profile": self.args.profile, "frameworks": sorted({r.framework for r in self.runs}),
+                "profile": self.config.profile, "frameworks": sorted({r.framework for r in self.runs}),
                 "framework_pins": sorted({r.fw_key for r in self.runs if r.pin}),
                 "workloads": sorted({r.workload for r in self.runs}), "modes": sorted({r.mode for r in self.runs}),
-                "device": self.args.device, "overrides": self.args.param, "repeats": self.args.repeats,
+                "device": self.config.device, "overrides": self.config.param, "repeats": self.config.repeats,
                 "profile_notes": notes, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                 "frameval_version": __version__, "git_commit": git_commit(),
                 "runs": [r.name for r in self.runs if r.repeat == 1]}
@@ -118,16 +119,16 @@ class Pipeline:
     def prepare_data(self):
         from . import data
         t0 = time.perf_counter()
-        data.prepare_all(self.args.data_dir or None, self.args.download_mnist)
+        data.prepare_all(self.config.data_dir or None, self.config.download_mnist)
         self.say(f"frameval: data caches ready in {data.data_cache_dir()} ({time.perf_counter() - t0:.1f} s)")
 
     def environments(self) -> dict:
         """Every planned framework's environment, built in parallel (or the
         user's own, --python): one progress line each, a failed one naming its log."""
         from .bootstrap import register_runner_kernel
-        register_runner_kernel(self.args.env_backend)
+        register_runner_kernel(self.config.env_backend)
         fws = list(dict.fromkeys(r.fw_key for r in self.runs))
-        users = getattr(self.args, "user_pythons", {}) or {}
+        users = self.config.user_pythons
 
         def done(fw, env, secs):
             if not isinstance(env, envs.Env):
@@ -150,32 +151,21 @@ class Pipeline:
             else:
                 self.say(f"frameval: environment {fw} ready ({secs:.1f} s)")
 
-        probes = getattr(self.args, "user_probes", {}) or {}
-        return envs.ensure_frameworks(fws, self.args.device, self.args.env_backend,
+        probes = self.config.user_probes
+        return envs.ensure_frameworks(fws, self.config.device, self.config.env_backend,
                                       echo=lambda m: self.say(f"frameval: {m}"),
                                       user_pythons={fw: (users[fw], probes.get(fw)) for fw in users},
                                       on_done=done)
 
-    def _forced(self, run) -> bool:
-        f = self.args.force
-        if not f:
-            return False
-        if f == "all":
-            return True
-        names = {x.strip() for x in f.split(",")}
-        return bool(names & {run.framework, run.fw_key, f"{run.framework}/{run.workload}", f"{run.fw_key}/{run.workload}",
-                              run.name})
-
     def dry_run(self) -> int:
-        self.say(f"frameval: plan for {self.out} ({len(self.runs)} runs, profile {self.args.profile}):")
-        users, user_keys = getattr(self.args, "user_pythons", {}) or {}, {}
+        self.say(f"frameval: plan for {self.out} ({len(self.runs)} runs, profile {self.config.profile}):")
+        users, user_keys = self.config.user_pythons, {}
         n_execute = 0
         for i, run in enumerate(self.runs, 1):
-            env = envs.env_for(envs.framework_spec(run.fw_key, run.device),
-                               envs.choose_backend(self.args.env_backend))
+            env = envs.env_for(envs.framework_spec(run.fw_key, run.device), envs.choose_backend(self.config.env_backend))
             if run.fw_key in users:  # the user's own environment: its freeze now
                 if run.fw_key not in user_keys:
-                    probe = (getattr(self.args, "user_probes", {}) or {}).get(run.fw_key) or {}
+                    probe = self.config.user_probes.get(run.fw_key) or {}
                     user_keys[run.fw_key] = envs.Env(
                         env.spec, Path(probe.get("prefix", "")), "user", python_path=Path(users[run.fw_key]),
                         user=dict(probe, freeze=envs.user_freeze(users[run.fw_key]))).key_text
@@ -183,106 +173,60 @@ class Pipeline:
             else:
                 parts = execute.key_parts(run, env.freeze if env.ready else "")
             d = results.run_dir(self.out, run.fw_key, run.workload, run.mode, run.device, run.repeat)
-            dec = execute.decide(run, d, parts, self._forced(run))
+            dec = execute.decide(run, d, parts, self.config.forced(run))
             extra = "" if env.ready or run.fw_key in users else " (environment not built yet)"
             n_execute += dec.execute
             self.say(f"  [{i}/{len(self.runs)}] {run.name}{'' if run.repeat == 1 else f' repeat {run.repeat}'}: "
                      f"{'execute' if dec.execute else 'reuse'} ({dec.why}){extra}")
-        if getattr(self.args, "executor", "local") == "slurm":
-            from . import slurm
-            slurm.dry_run(self, n_execute)
+        self.executor.dry_run(self.context(), n_execute)
         return 0
 
     def triage(self, i: int, run, env_by_fw) -> tuple:
-        """Run, reuse or fail: the decision both executors (local, slurm) make
-        for each planned run. Returns (label, run folder, env, cache-key parts,
-        Decision). Decision is None when the environment did not build (the run
-        is recorded as failed here); a Decision that does not execute has
-        marked the earlier result reused."""
+        """Run, reuse or fail, for each planned run whatever the executor:
+        (Job or None, ok). A run whose environment did not build is recorded
+        failed; one the cache reuses is marked reused; one that must execute
+        becomes a Job."""
         d = results.run_dir(self.out, run.fw_key, run.workload, run.mode, run.device, run.repeat)
         env = env_by_fw.get(run.fw_key)
         label = f"[{i}/{len(self.runs)}] {run.name}" + ("" if run.repeat == 1 else f" repeat {run.repeat}")
         if not isinstance(env, envs.Env):
-            results.write_result(d, results.failure_record(
-                run, "EnvBuildError", str(env).splitlines()[0] if env else "no env", str(env)))
+            results.record_failure(d, run, "EnvBuildError", str(env).splitlines()[0] if env else "no env", str(env))
             self.say(f"{label}: failed (environment did not build)")
-            return label, d, env, None, None
+            return None, False
         parts = execute.key_parts(run, env.key_text)
-        dec = execute.decide(run, d, parts, self._forced(run))
+        dec = execute.decide(run, d, parts, self.config.forced(run))
         if not dec.execute:
-            res = results.read_result(d / results.RESULT)
-            res["reused"] = True
-            results.write_result(d, res)
+            results.mark_reused(d)
             self.say(f"{label}: reused ({dec.why})")
-        return label, d, env, parts, dec
+            return None, True
+        kernel = env.kernel or envs.kernel_name(run.framework, run.device)
+        return Job(i, label, run, d, kernel, parts, dec.why, env_fields=env.result_fields(),
+                   env_python=str(env.python),
+                   kernel_json=str(envs.JUPYTER_DIR / "kernels" / kernel / "kernel.json")), True
 
     def execute_all(self, env_by_fw) -> bool:
-        n, done_s, executed, failed = len(self.runs), [], 0, False
-        t_start = time.perf_counter()
+        """Triage every planned run, hand the ones that execute to the executor,
+        then fold repeats together; True if any planned run is not ok."""
+        jobs, failed = [], False
         for i, run in enumerate(self.runs, 1):
-            if self.interrupted:
-                break
-            label, d, env, parts, dec = self.triage(i, run, env_by_fw)
-            if dec is None or not dec.execute:
-                failed |= dec is None
-                continue
-            self.say(f"{label}: running ({dec.why}) ...")
-            try:
-                outcome = execute.execute(run, d, env.kernel or envs.kernel_name(run.framework, run.device), parts,
-                                          timeout=self.args.timeout, env_fields=env.result_fields())
-            except execute.Interrupted:
-                self.say(f"{label}: interrupted")
-                failed = True
-                break
-            executed += 1
-            done_s.append(outcome.seconds)
-            left = n - i
-            eta = statistics.mean(done_s) * left
-            status = "ok" if outcome.status == "ok" else f"FAILED ({outcome.error[:160]})"
-            self.say(f"{label}: {status} in {outcome.seconds:.1f} s  "
-                     f"(elapsed {_fmt_s(time.perf_counter() - t_start)}, ETA {_fmt_s(eta)})")
-            failed |= outcome.status != "ok"
-        self.merge_repeats()
-        self.say(f"frameval: {executed} run(s) executed, {n - executed} reused or skipped")
-        return failed or self._any_failed()
-
-    def _any_failed(self) -> bool:
-        """Any planned run whose result is not ok (other runs in the folder do not count)."""
-        for run in self.runs:
-            p = results.run_dir(self.out, run.fw_key, run.workload, run.mode, run.device, run.repeat) / results.RESULT
-            if not p.exists() or results.read_result(p).get("status") != "ok":
-                return True
-        return False
-
-    def merge_repeats(self):
-        """Put every repeat's steady epoch time into the first repeat's result."""
-        if self.args.repeats <= 1:
-            return
-        for run in (r for r in self.runs if r.repeat == 1):
-            first = results.run_dir(self.out, run.fw_key, run.workload, run.mode, run.device)
-            steady = []
-            for k in range(1, self.args.repeats + 1):
-                p = results.run_dir(self.out, run.fw_key, run.workload, run.mode, run.device, k) / results.RESULT
-                if p.exists():
-                    r = results.read_result(p)
-                    if r.get("status") == "ok":
-                        steady.append(r.get("steady_epoch_s"))
-            p = first / results.RESULT
-            if p.exists():
-                r = results.read_result(p)
-                r["repeats"] = steady
-                results.write_result(first, r)
+            job, ok = self.triage(i, run, env_by_fw)
+            failed |= not ok
+            if job is not None:
+                jobs.append(job)
+        failed |= self.executor.execute(self.context(), jobs)
+        results.merge_repeats(self.out, self.runs, self.config.repeats)
+        return failed or results.any_failed(self.out, self.runs)
 
     def collect(self, sources) -> int:
         """Run notebooks/collect.ipynb in the runner kernel: report.md + report.html."""
         from .bootstrap import RUNNER_KERNEL, register_runner_kernel
-        register_runner_kernel(self.args.env_backend)
-        a = self.args
+        register_runner_kernel(self.config.env_backend)
+        cfg = self.config
         params = {"sources": [str(Path(s).resolve()) for s in sources], "out_dir": str(self.out),
-                  "lang": a.lang, "title": a.title, "author": a.author,
-                  "notes_file": str(Path(a.notes).resolve()) if a.notes else "", "name": a.name,
+                  "lang": cfg.lang, "title": cfg.title, "author": cfg.author,
+                  "notes_file": str(Path(cfg.notes).resolve()) if cfg.notes else "", "name": cfg.name,
                   "command": "python3 run_all.py " + " ".join(_quote(x) for x in self.argv),
-                  "threshold": getattr(a, "threshold", 0.10)}
+                  "threshold": cfg.threshold}
         self.out.mkdir(parents=True, exist_ok=True)
         t0 = time.perf_counter()
         log = self.out / ".collect.log"
@@ -299,7 +243,7 @@ class Pipeline:
             self.say(f"frameval: the collector failed; see {self.out / 'collect.ipynb'}\n{tail}")
             return EXIT_FAILED
         self.say(f"frameval: report written in {time.perf_counter() - t0:.1f} s: "
-                 f"{self.out / (a.name + '.md')} and {self.out / (a.name + '.html')}")
+                 f"{self.out / (cfg.name + '.md')} and {self.out / (cfg.name + '.html')}")
         return 0
 
 

@@ -1,6 +1,7 @@
 """The result schema's runner side: where results live, loading them (a corrupt
-or half-written file becomes a visible failed entry, never a crash), and
-writing failure records for runs whose notebook did not finish.
+or half-written file becomes a visible failed entry, never a crash), and the
+store: the one writer of a run's result.json after its notebook (failure
+records, the runner's fields, reuse marks, repeats merged).
 
 Layout of an output folder:
     <out>/runs/<framework>/<workload>-<mode>[-gpu]/result.json      (+ output.ipynb)
@@ -16,6 +17,7 @@ which is not read. So `--report-only --from <hand runs>` needs no other code.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 from .files import OUTPUT_NB, PARTIAL, RESULT, RUNS, WORK, atomic_write_json, run_dir
@@ -58,6 +60,11 @@ def load_runs(*sources) -> list:
     return out
 
 
+# ------------------------------------------------------------------ the store
+# The only code that writes a run's result.json after its notebook has (the
+# notebook's Recorder writes it inside the kernel, through files.py's atomic
+# writer). Everything the runner adds, on either executor, comes through here.
+
 def failure_record(run, error_type: str, message: str, tb: str = "", partial: dict | None = None) -> dict:
     """A result for a run whose notebook failed, keeping whatever it measured."""
     base = dict(partial or {})
@@ -79,9 +86,88 @@ def load_partial(d: Path) -> dict | None:
         return None
 
 
-def write_result(d: Path, result: dict) -> Path:
+def _write(d: Path, result: dict) -> Path:
     return atomic_write_json(Path(d) / RESULT, result)
 
 
-__all__ = ["run_dir", "read_result", "load_runs", "failure_record",
-           "load_partial", "write_result", "RESULT", "PARTIAL", "WORK"]
+def clear_for_run(d: Path) -> None:
+    """Before an execution: no stale result or partial record, and an empty
+    work/ (a rerun would otherwise find the last run's compile caches: torch
+    inductor's made a 42 s LeNet run take 10 s)."""
+    d.mkdir(parents=True, exist_ok=True)
+    for stale in (RESULT, PARTIAL):
+        (d / stale).unlink(missing_ok=True)
+    shutil.rmtree(d / WORK, ignore_errors=True)
+
+
+def record_failure(d: Path, run, error_type: str, message: str, tb: str = "", partial: dict | None = None,
+                   **extra) -> dict:
+    """A failed run's record (keeping what `partial` measured), with `extra` keys."""
+    rec = failure_record(run, error_type, message, tb, partial)
+    rec.update(extra)
+    _write(d, rec)
+    return rec
+
+
+def finished_record(d: Path) -> dict | None:
+    """The record the notebook finished with, or None if it wrote none that counts."""
+    p = Path(d) / RESULT
+    res = read_result(p) if p.exists() else None
+    return res if res and res.get("status") in ("ok", "failed", "check_failed") else None
+
+
+def complete(d: Path, run, res: dict | None, error: tuple | None, runner_fields: dict,
+             env_fields: dict | None = None) -> dict:
+    """After an execution: the notebook's record completed with what only the
+    runner knows (`runner_fields`: cache key, wall time, the Slurm node...;
+    `env_fields` go under "environment"), or, where it finished none, a failure
+    record from `error` (type, message, traceback) keeping the partial one."""
+    if res is None:
+        res = failure_record(run, *error, partial=load_partial(d))
+    res.update(runner_fields)
+    if env_fields:
+        res.setdefault("environment", {}).update(env_fields)
+    res.pop("reused", None)
+    _write(d, res)
+    return res
+
+
+def mark_reused(d: Path) -> dict:
+    """A cached result the plan reuses: marked, so the report can say so."""
+    res = read_result(Path(d) / RESULT)
+    res["reused"] = True
+    _write(d, res)
+    return res
+
+
+def merge_repeats(out: Path, runs, repeats: int) -> None:
+    """Put every ok repeat's steady epoch time into the first repeat's result."""
+    if repeats <= 1:
+        return
+    for run in (r for r in runs if r.repeat == 1):
+        steady = []
+        for k in range(1, repeats + 1):
+            p = run_dir(out, run.fw_key, run.workload, run.mode, run.device, k) / RESULT
+            if p.exists():
+                r = read_result(p)
+                if r.get("status") == "ok":
+                    steady.append(r.get("steady_epoch_s"))
+        first = run_dir(out, run.fw_key, run.workload, run.mode, run.device)
+        if (first / RESULT).exists():
+            r = read_result(first / RESULT)
+            r["repeats"] = steady
+            _write(first, r)
+
+
+def any_failed(out: Path, runs) -> bool:
+    """Any planned run whose result is missing or not ok (other runs in the folder do not count)."""
+    for run in runs:
+        p = run_dir(out, run.fw_key, run.workload, run.mode, run.device, run.repeat) / RESULT
+        if not p.exists() or read_result(p).get("status") != "ok":
+            return True
+    return False
+
+
+__all__ = ["run_dir", "read_result", "load_runs", "failure_record", "load_partial", "clear_for_run",
+           "record_failure", "finished_record", "complete", "mark_reused", "merge_repeats", "any_failed",
+           "RESULT", "PARTIAL", "WORK"]

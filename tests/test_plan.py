@@ -78,7 +78,7 @@ def test_validation_needs_no_third_party_package():
 
 def test_test_command_options():
     """`run_all.py test`'s own options come before pytest's; a bad one exits 2 before any build."""
-    from frameval.bootstrap import parse_test_args
+    from frameval.commands.test import parse_args as parse_test_args
     assert parse_test_args(["--fast", "--env-backend=venv", "-x", "tests/test_plan.py"]) == (
         True, "venv", ["-x", "tests/test_plan.py"])
     import os

@@ -36,8 +36,8 @@ import sys
 import time
 from pathlib import Path
 
-from . import envs, execute, files, results
-from .paths import REPO, user_cache_dir
+from .. import execute, files, results
+from ..paths import REPO, user_cache_dir
 
 SLURM_JSON = "slurm.json"
 FOLDER = ".slurm"  # submitit's job folder, inside the output folder
@@ -95,39 +95,39 @@ def setup_lines(out: Path) -> list:
     return lines
 
 
-def executor_parameters(args, out: Path) -> dict:
-    """submitit SlurmExecutor parameters from the command line."""
-    p = {"job_name": "frameval", "time": time_minutes(args.slurm_time or "60"),
-         "exclusive": args.slurm_exclusive is not False, "setup": setup_lines(out),
+def executor_parameters(opts, out: Path) -> dict:
+    """submitit SlurmExecutor parameters from the --slurm-* options (a SlurmConfig)."""
+    p = {"job_name": "frameval", "time": time_minutes(opts.time or "60"),
+         "exclusive": opts.exclusive is not False, "setup": setup_lines(out),
          "signal_delay_s": 30, "use_srun": False}
-    if args.slurm_partition:
-        p["partition"] = args.slurm_partition
-    if args.slurm_account:
-        p["account"] = args.slurm_account
-    if args.slurm_cpus_per_task:
-        p["cpus_per_task"] = int(args.slurm_cpus_per_task)
-    if args.slurm_gpus_per_task:
-        p["gpus_per_task"] = int(args.slurm_gpus_per_task)
-    if args.slurm_array_parallelism:
-        p["array_parallelism"] = int(args.slurm_array_parallelism)
+    if opts.partition:
+        p["partition"] = opts.partition
+    if opts.account:
+        p["account"] = opts.account
+    if opts.cpus_per_task:
+        p["cpus_per_task"] = int(opts.cpus_per_task)
+    if opts.gpus_per_task:
+        p["gpus_per_task"] = int(opts.gpus_per_task)
+    if opts.array_parallelism:
+        p["array_parallelism"] = int(opts.array_parallelism)
     if not p["exclusive"]:
         p.pop("exclusive")
-    extra = dict(x.split("=", 1) for x in args.slurm_extra)
+    extra = opts.extra_options()
     if extra:
         p["additional_parameters"] = extra
     return p
 
 
-def make_executor(args, out: Path):
+def make_executor(opts, out: Path):
     import submitit
     ex = submitit.SlurmExecutor(folder=str(out / FOLDER), python=shlex.quote(sys.executable), max_num_timeout=0)
-    ex.update_parameters(**executor_parameters(args, out))
+    ex.update_parameters(**executor_parameters(opts, out))
     return ex
 
 
-def sbatch_lines(args, out: Path, n: int) -> list:
+def sbatch_lines(opts, out: Path, n: int) -> list:
     """The #SBATCH lines the array is submitted with (submitit's own text)."""
-    params = executor_parameters(args, out)
+    params = executor_parameters(opts, out)
     try:
         from submitit.slurm.slurm import _make_sbatch_string
         text = _make_sbatch_string(command="python -m submitit.core._submit", folder=str(out / FOLDER),
@@ -262,16 +262,15 @@ def finalize(d: Path, state: dict | None, run=None) -> str | None:
             partial = None
         if run is None:
             run = _RunLike(meta)
-        rec = results.failure_record(run, st if st != "COMPLETED" else "SlurmNoResult", msg,
-                                     f"--- Slurm log ({meta.get('stderr', '')}) ---\n{logs}\n"
-                                     f"--- papermill.log ---\n{pm}", partial)
-        rec["slurm"] = dict((res or {}).get("slurm") or {}, job_id=meta["job_id"], state=st,
-                            node=(state or {}).get("node", ""), elapsed=(state or {}).get("elapsed", ""))
+        extra = {"slurm": dict((res or {}).get("slurm") or {}, job_id=meta["job_id"], state=st,
+                               node=(state or {}).get("node", ""), elapsed=(state or {}).get("elapsed", ""))}
         if meta.get("cache_parts"):  # never reused: a failed status always executes again
-            rec.update(cache_parts=meta["cache_parts"], cache_key=execute.cache_key(meta["cache_parts"]))
-        results.write_result(d, rec)
+            extra.update(cache_parts=meta["cache_parts"], cache_key=execute.cache_key(meta["cache_parts"]))
+        results.record_failure(d, run, st if st != "COMPLETED" else "SlurmNoResult", msg,
+                               f"--- Slurm log ({meta.get('stderr', '')}) ---\n{logs}\n"
+                               f"--- papermill.log ---\n{pm}", partial, **extra)
     meta.update(final=True, state=st)
-    results.atomic_write_json(sj, meta)
+    files.atomic_write_json(sj, meta)
     return st
 
 
@@ -306,97 +305,93 @@ def finalize_folders(outs, say=print) -> None:
             f"{st or states.get(m['job_id'], {}).get('state', '?') + ' (still in the queue)'}")
 
 
-def dry_run(pipe, n_execute: int) -> None:
-    a, say = pipe.args, pipe.say
-    say(f"frameval: --executor slurm: one job array of {n_execute} element(s) "
-        f"({'nothing to submit' if not n_execute else 'one per run that executes'}), submitted with:")
-    for ln in sbatch_lines(a, pipe.out, n_execute):
-        say(f"  {ln}")
-    say("frameval: paths every node must see (shared filesystem, same paths):")
-    for what, p in node_paths(pipe.out).items():
-        say(f"  {what}: {p}")
+class Executor:
+    name = "slurm"
+
+    def dry_run(self, ctx, n_execute: int) -> None:
+        say = ctx.say
+        say(f"frameval: --executor slurm: one job array of {n_execute} element(s) "
+            f"({'nothing to submit' if not n_execute else 'one per run that executes'}), submitted with:")
+        for ln in sbatch_lines(ctx.options, ctx.out, n_execute):
+            say(f"  {ln}")
+        say("frameval: paths every node must see (shared filesystem, same paths):")
+        for what, p in node_paths(ctx.out).items():
+            say(f"  {what}: {p}")
+
+    def execute(self, ctx, jobs) -> bool:
+        """The jobs as one Slurm job array; True if any failed."""
+        if not jobs:
+            ctx.say("frameval: slurm: nothing to submit (every run reused)")
+            return False
+        if ctx.interrupted():
+            return True
+        for job in jobs:
+            ctx.say(f"{job.label}: submitting ({job.why})")
+        submitted = _submit(ctx, jobs)
+        if submitted is None:
+            return True
+        failed = _wait(ctx, jobs, submitted, time.monotonic())
+        ctx.say(f"frameval: {len(jobs)} run(s) executed on Slurm, {ctx.total - len(jobs)} reused or skipped")
+        return failed
 
 
-def execute_all(pipe, env_by_fw) -> bool:
-    """Pipeline.execute_all for --executor slurm."""
-    a, say, out = pipe.args, pipe.say, pipe.out
-    n, failed, todo = len(pipe.runs), False, []
-    for i, run in enumerate(pipe.runs, 1):
-        label, d, env, parts, dec = pipe.triage(i, run, env_by_fw)
-        if dec is None or not dec.execute:
-            failed |= dec is None
-            continue
-        kernel = env.kernel or envs.kernel_name(run.framework, run.device)
-        todo.append((label, run, d, {
-            "run": run, "dir": str(d), "kernel": kernel, "parts": parts, "timeout": a.timeout,
-            "env_fields": env.result_fields(), "env_python": str(env.python),
-            "kernel_json": str(envs.JUPYTER_DIR / "kernels" / kernel / "kernel.json")}))
-        say(f"{label}: submitting ({dec.why})")
-    if not todo:
-        say("frameval: slurm: nothing to submit (every run reused)")
-        pipe.merge_repeats()
-        return failed or pipe._any_failed()
-    if pipe.interrupted:
-        return True
-    for label, run, d, task in todo:  # pending records: a runner that is gone leaves them visible
-        d.mkdir(parents=True, exist_ok=True)
+def _task(job, timeout) -> dict:
+    """What one array element needs on its node (pickled by submitit)."""
+    return {"run": job.run, "dir": str(job.dir), "kernel": job.kernel, "parts": job.parts, "timeout": timeout,
+            "env_fields": job.env_fields, "env_python": job.env_python, "kernel_json": job.kernel_json}
+
+
+def _submit(ctx, jobs):
+    """Pending records first (a runner that is gone leaves them visible), then
+    the array; the submitted jobs, or None when sbatch refused (every run recorded)."""
+    for job in jobs:
+        job.dir.mkdir(parents=True, exist_ok=True)
         for stale in (SLURM_JSON, results.PARTIAL):
-            (d / stale).unlink(missing_ok=True)
-        results.write_result(d, results.failure_record(run, "SlurmPending", "submitted to Slurm; not finished yet"))
+            (job.dir / stale).unlink(missing_ok=True)
+        results.record_failure(job.dir, job.run, "SlurmPending", "submitted to Slurm; not finished yet")
     os.environ["FRAMEVAL_CACHE_DIR"] = str(user_cache_dir())
-    ex = make_executor(a, out)
-    t0 = time.monotonic()
+    ex = make_executor(ctx.options, ctx.out)
     try:
-        jobs = ex.map_array(run_on_node, [t[3] for t in todo])
+        submitted = ex.map_array(run_on_node, [_task(job, ctx.timeout) for job in jobs])
     except Exception as e:  # noqa: BLE001 - sbatch refused: every run recorded, the report still written
         msg = str(e).strip().splitlines()
         line = next((ln for ln in msg if "error" in ln.lower()), msg[0] if msg else repr(e))
-        say(f"frameval: slurm: sbatch failed: {line}")
-        for label, run, d, task in todo:
-            results.write_result(d, results.failure_record(run, "SlurmSubmitError", line, "\n".join(msg)))
-        return True
-    ids = [j.job_id for j in jobs]
-    for (label, run, d, task), job in zip(todo, jobs):
-        results.atomic_write_json(d / SLURM_JSON, {
-            "job_id": job.job_id, "submitted": time.strftime("%Y-%m-%dT%H:%M:%S"),
-            "stdout": str(job.paths.stdout), "stderr": str(job.paths.stderr), "folder": str(out / FOLDER),
+        ctx.say(f"frameval: slurm: sbatch failed: {line}")
+        for job in jobs:
+            results.record_failure(job.dir, job.run, "SlurmSubmitError", line, "\n".join(msg))
+        return None
+    for job, sj in zip(jobs, submitted):
+        run = job.run
+        files.atomic_write_json(job.dir / SLURM_JSON, {
+            "job_id": sj.job_id, "submitted": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            "stdout": str(sj.paths.stdout), "stderr": str(sj.paths.stderr), "folder": str(ctx.out / FOLDER),
             "framework": run.framework, "workload": run.workload, "mode": run.mode, "device": run.device,
-            "params": run.params, "cache_parts": task["parts"]})
-    say(f"frameval: slurm: submitted job array {ids[0].split('_')[0]} with {len(ids)} element(s); "
-        f"logs in {out / FOLDER}")
-    failed |= _wait(pipe, todo, jobs, t0)
-    pipe.merge_repeats()
-    say(f"frameval: {len(todo)} run(s) executed on Slurm, {n - len(todo)} reused or skipped")
-    return failed or pipe._any_failed()
+            "params": run.params, "cache_parts": job.parts})
+    ids = [sj.job_id for sj in submitted]
+    ctx.say(f"frameval: slurm: submitted job array {ids[0].split('_')[0]} with {len(ids)} element(s); "
+            f"logs in {ctx.out / FOLDER}")
+    return submitted
 
 
-def _wait(pipe, todo, jobs, t0) -> bool:
-    say = pipe.say
+def _wait(ctx, jobs, submitted, t0) -> bool:
+    say = ctx.say
     last, last_line, failed, cancelled = {}, 0.0, False, False
-    left = {job.job_id: (label, run, d) for (label, run, d, _), job in zip(todo, jobs)}
+    left = {sj.job_id: (job.label, job.run, job.dir) for job, sj in zip(jobs, submitted)}
     while left:
-        if pipe.interrupted and not cancelled:
+        if ctx.interrupted() and not cancelled:
             say(f"frameval: cancelling Slurm job(s) {', '.join(sorted({j.split('_')[0] for j in left}))} (scancel)")
             cancel(left)
             cancelled = time.monotonic()
         states = job_states(left)
         for jid, (label, run, d) in list(left.items()):
             st = states.get(jid)
-            shown = (st or {}).get("state", "UNKNOWN") + ((st or {}).get("reason") and f" {st['reason']}" or "")
-            if shown != last.get(jid):
-                last[jid] = shown
-                say(f"{label}: slurm {jid} {shown}" + (f" on {st['node']}" if st and st.get("node") else "")
-                    + (f" ({st['elapsed']})" if st and st.get("elapsed") else ""))
+            _show_state(say, label, jid, st, last)
             if cancelled and time.monotonic() - cancelled > 60 and st is None:
                 st = {"state": "CANCELLED"}
             done = finalize(d, st, run) if (st is not None or _gone(d)) else None
             if done is None:
                 continue
-            r = results.read_result(d / results.RESULT)
-            ok = r.get("status") == "ok"
-            failed |= not ok
-            say(f"{label}: {'ok' if ok else 'FAILED (' + str(r.get('error', {}).get('type', '')) + ': ' + str(r.get('error', {}).get('message', ''))[:160] + ')'}"
-                f" (slurm {done}, elapsed {(st or {}).get('elapsed', '?')}, total {_fmt(time.monotonic() - t0)})")
+            failed |= _show_end(say, label, d, done, st, t0)
             del left[jid]
         if not left:
             break
@@ -405,10 +400,28 @@ def _wait(pipe, todo, jobs, t0) -> bool:
             summary = ", ".join(f"{k} {v}" for k, v in sorted(_count(last[j] for j in left).items()))
             say(f"frameval: slurm: waiting for {len(left)} job(s): {summary} (elapsed {_fmt(time.monotonic() - t0)})")
         for _ in range(int(POLL_S * 10)):
-            if pipe.interrupted and not cancelled:
+            if ctx.interrupted() and not cancelled:
                 break
             time.sleep(0.1)
     return failed
+
+
+def _show_state(say, label, jid, st, last) -> None:
+    shown = (st or {}).get("state", "UNKNOWN") + ((st or {}).get("reason") and f" {st['reason']}" or "")
+    if shown != last.get(jid):
+        last[jid] = shown
+        say(f"{label}: slurm {jid} {shown}" + (f" on {st['node']}" if st and st.get("node") else "")
+            + (f" ({st['elapsed']})" if st and st.get("elapsed") else ""))
+
+
+def _show_end(say, label, d, done, st, t0) -> bool:
+    """The finished job's line; True if its run failed."""
+    r = results.read_result(d / results.RESULT)
+    ok = r.get("status") == "ok"
+    err = r.get("error", {})
+    say(f"{label}: {'ok' if ok else 'FAILED (' + str(err.get('type', '')) + ': ' + str(err.get('message', ''))[:160] + ')'}"
+        f" (slurm {done}, elapsed {(st or {}).get('elapsed', '?')}, total {_fmt(time.monotonic() - t0)})")
+    return not ok
 
 
 def _gone(d: Path) -> bool:
@@ -433,5 +446,5 @@ def _fmt(s: float) -> str:
     return f"{s // 60}:{s % 60:02d}"
 
 
-__all__ = ["execute_all", "dry_run", "finalize_folders", "run_on_node", "job_states", "time_minutes"]
+__all__ = ["Executor", "finalize_folders", "run_on_node", "job_states", "time_minutes"]
 

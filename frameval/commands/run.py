@@ -1,0 +1,115 @@
+"""The default command, `python3 run_all.py [run] [options]`: parse the
+options into a RunConfig that validates itself (standard library only: bad
+input exits 2 with one line before anything is built), build the runner
+environment and re-execute inside it with the validated config, then hand over
+to the pipeline: plan -> environments -> runs -> report."""
+from __future__ import annotations
+
+import argparse
+import os
+
+from ..catalog import FRAMEWORKS, PROFILES, WORKLOADS
+from ..config import RunConfig
+from ..executors import slurm_config
+from ..exits import BadInput, fail
+from ..paths import REPO
+
+# The re-executed runner gets the validated config as data, after this marker.
+VALIDATED = "--validated-config"
+
+EPILOG = """examples:
+  python3 run_all.py                                  the default quick report, all frameworks, graph mode
+  python3 run_all.py --frameworks torch,tensorflow --mode both -p lenet.epochs=5
+  python3 run_all.py --profile full --data-dir ~/mnist --lang zh --title "评测报告"
+  python3 run_all.py --report-only --from reports/a --from reports/b --out reports/merged
+  python3 run_all.py --frameworks torch --python torch=~/venvs/torch/bin/python   your own environment
+  python3 run_all.py test                             the test suite (CI); test --fast: the unit-level tests
+  python3 run_all.py lab                              JupyterLab on notebooks/ with every kernel
+  python3 run_all.py --frameworks paddle==3.2.2,paddle --workloads lenet --repeats 7   two versions, with a verdict
+  python3 run_all.py compare reports/before reports/after   did it get faster? (docs/compare.md)
+  python3 run_all.py bench overhead                   a benchmark (bench/), in the runner environment
+  python3 run_all.py defects                          each framework defect's reproduction: present / fixed
+"""
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="run_all.py", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
+        description="frameval: run the framework x workload notebooks with papermill, each in its "
+                    "framework's own environment, and write report.md / report.html.")
+    p.add_argument("--frameworks", default="all", metavar="LIST",
+                   help=f"comma-separated frameworks, or all (default): {', '.join(FRAMEWORKS)}; "
+                        "FW==VERSION runs another version of FW beside its spec's, e.g. paddle==3.2.2,paddle "
+                        "(docs/compare.md)")
+    p.add_argument("--workloads", default="all", metavar="LIST",
+                   help=f"comma-separated workloads, or all (default): {', '.join(WORKLOADS)}")
+    p.add_argument("--mode", default="graph", help="graph (compiled, default), eager, or both")
+    p.add_argument("--device", default="cpu", help="cpu (default) or gpu")
+    p.add_argument("--profile", default="quick",
+                   help=f"run sizes: {', '.join(PROFILES)} (default quick: the whole default matrix in ~10 min "
+                        "on 2 cores; full: the spec's sizes)")
+    p.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a notebook parameter for all workloads (epochs=2) or one (lenet.lr=0.002); "
+                        "checked against each notebook's parameters cell")
+    p.add_argument("--out", default=str(REPO / "reports" / "default"), metavar="DIR",
+                   help="output folder (default reports/default): runs/<fw>/<workload>-<mode>/ and the report")
+    p.add_argument("--name", default="report", help="report file name without extension (default report)")
+    p.add_argument("--repeats", type=int, default=1, metavar="N",
+                   help="run each notebook N times, each in a fresh kernel (default 1)")
+    p.add_argument("--threshold", type=float, default=0.10, metavar="F",
+                   help="version comparison: call a change faster/slower only when it is larger than this "
+                        "fraction (default 0.10) and significant across repeats (docs/compare.md)")
+    p.add_argument("--timeout", type=float, default=1800, metavar="S",
+                   help="kill a run after S seconds and record it as failed (default 1800)")
+    p.add_argument("--force", nargs="?", const="all", default=None, metavar="RUNS",
+                   help="execute even if a cached result matches: all, or e.g. torch/lenet,mxnet")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the plan and whether each run executes or is reused, and why; run nothing")
+    p.add_argument("--setup-only", action="store_true",
+                   help="build the environments and data caches the plan needs, register kernels, and stop")
+    p.add_argument("--report-only", action="store_true", help="rebuild the report from existing runs")
+    p.add_argument("--from", dest="sources", action="append", default=[], metavar="DIR",
+                   help="with --report-only: merge the runs of these output folders (repeatable)")
+    p.add_argument("--lang", default="en", help="report language: en (default) or zh")
+    p.add_argument("--title", default="", help="report title")
+    p.add_argument("--author", default="", help="report author")
+    p.add_argument("--notes", default="", metavar="FILE", help="Markdown file with your own words for the summary")
+    p.add_argument("--data-dir", default="", metavar="DIR",
+                   help="folder with the four MNIST IDX files: use the full MNIST (sets dataset=full)")
+    p.add_argument("--download-mnist", action="store_true",
+                   help="download the full MNIST IDX files (MD5-checked) into the data cache and use them")
+    p.add_argument("--env-backend", default=os.environ.get("FRAMEVAL_ENV_BACKEND", "auto"),
+                   help="auto (conda/mamba if on PATH, else venv), conda or venv; for every environment, the "
+                        "runner's included (default $FRAMEVAL_ENV_BACKEND, else auto). venv installs with uv "
+                        "(pip where uv cannot be had; FRAMEVAL_INSTALLER=pip forces pip)")
+    p.add_argument("--python", dest="pythons", action="append", default=[], metavar="FW=PYTHON",
+                   help="run framework FW in an environment you already have, e.g. torch=~/venvs/t/bin/python "
+                        "(repeatable). The framework must import there; frameval adds only ipykernel and numpy "
+                        "if they are missing, registers a kernel and records the environment's pip freeze")
+    slurm_config.add_options(p.add_argument_group("Slurm (--executor slurm; docs/slurm.md)"))
+    return p
+
+
+def config_from(args, argv) -> RunConfig:
+    """The RunConfig of parsed options; bad input exits 2 with one line."""
+    opts = {k: v for k, v in vars(args).items() if not k.startswith("slurm_") and k != "executor"}
+    try:
+        return RunConfig(argv=list(argv), executor=args.executor,
+                         slurm=slurm_config.SlurmConfig.from_args(args), **opts)
+    except BadInput as e:
+        fail(str(e))
+
+
+def main(argv) -> int:
+    if argv[:1] == [VALIDATED] and len(argv) == 2:
+        config = RunConfig.from_json(argv[1])
+    else:
+        config = config_from(parser().parse_args(argv), argv)
+        from ..bootstrap import ensure_runner
+        prebuild = [] if (config.dry_run or config.report_only) else [
+            (fw, config.device) for fw in dict.fromkeys(r.fw_key for r in config.runs)
+            if fw not in config.user_pythons]
+        # re-executes inside the runner env if needed (building it, and the framework envs beside it)
+        ensure_runner(["run", VALIDATED, config.to_json()], backend=config.env_backend, prebuild=prebuild)
+    from ..pipeline import Pipeline
+    return Pipeline(config).run()

@@ -1,0 +1,202 @@
+"""The run command's configuration: a dataclass that validates itself (every
+check that needs no third-party package, in `__post_init__`), so bad input
+fails with one line and exit 2 before anything is built.
+
+Validation runs once. The validated config, its plan included, travels into
+the runner environment as data (`to_json` / `from_json`, handed to the
+re-executed process on its command line), not as environment flags.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+from . import executors, files
+from .catalog import FRAMEWORKS, canonical_framework
+from .exits import BadInput
+from .executors.slurm_config import SlurmConfig
+from .paths import REPO
+from .plan import PlanError, Run, build_plan
+
+LANGS = ("en", "zh")
+ENV_BACKENDS = ("auto", "conda", "venv")
+
+
+@dataclass
+class RunConfig:
+    argv: list = field(default_factory=list)   # as typed, for the plan's "command"
+    frameworks: str = "all"
+    workloads: str = "all"
+    mode: str = "graph"
+    device: str = "cpu"
+    profile: str = "quick"
+    param: list = field(default_factory=list)
+    out: str = str(REPO / "reports" / "default")
+    name: str = "report"
+    repeats: int = 1
+    threshold: float = 0.10
+    timeout: float = 1800
+    force: str | None = None
+    dry_run: bool = False
+    setup_only: bool = False
+    report_only: bool = False
+    sources: list = field(default_factory=list)
+    lang: str = "en"
+    title: str = ""
+    author: str = ""
+    notes: str = ""
+    data_dir: str = ""
+    download_mnist: bool = False
+    env_backend: str = "auto"
+    pythons: list = field(default_factory=list)
+    executor: str = "local"
+    slurm: SlurmConfig = field(default_factory=SlurmConfig)
+    # What validation found: the plan, and the user's own interpreters.
+    runs: list = field(default_factory=list)
+    user_pythons: dict = field(default_factory=dict)
+    user_probes: dict = field(default_factory=dict)
+    validated: bool = False
+
+    def __post_init__(self):
+        if isinstance(self.slurm, dict):
+            self.slurm = SlurmConfig(**self.slurm)
+        self.runs = [r if isinstance(r, Run) else Run(**dict(r, notebook=Path(r["notebook"]))) for r in self.runs]
+        if not self.validated:
+            self._validate()
+            self.validated = True
+
+    # ------------------------------------------------------------ data
+    def to_json(self) -> str:
+        return json.dumps({f.name: getattr(self, f.name) for f in fields(self)},
+                          default=lambda o: asdict(o) if hasattr(o, "__dataclass_fields__") else str(o))
+
+    @classmethod
+    def from_json(cls, text: str) -> "RunConfig":
+        data = json.loads(text)
+        if not data.get("validated"):
+            raise BadInput("a run configuration that was not validated")
+        return cls(**data)
+
+    @property
+    def submits(self) -> bool:
+        """Whether runs will really execute (not a dry run, setup or report only)."""
+        return not (self.dry_run or self.setup_only or self.report_only)
+
+    # ------------------------------------------------------------ checks
+    def _validate(self) -> None:
+        self._check_options()
+        self._check_executor()
+        self._check_files()
+        self._plan()
+        self._check_pins()
+        self._check_user_pythons()
+        self._check_force()
+
+    def _check_options(self) -> None:
+        if self.lang not in LANGS:
+            raise BadInput(f"--lang {self.lang!r}: choose en or zh")
+        if os.sep in self.name or "/" in self.name or self.name in ("", ".", ".."):
+            raise BadInput(f"--name {self.name!r}: a report name cannot contain a path separator")
+        if self.env_backend not in ENV_BACKENDS:
+            raise BadInput(f"--env-backend {self.env_backend!r}: choose auto, conda or venv")
+        if self.env_backend == "conda":
+            from .envs import BACKENDS
+            if not BACKENDS["conda"].available():
+                raise BadInput("--env-backend conda: none of mamba, micromamba, conda is on PATH (or use venv)")
+        if self.timeout <= 0:
+            raise BadInput(f"--timeout {self.timeout:g}: must be positive")
+        if not 0 < self.threshold < 10:
+            raise BadInput(f"--threshold {self.threshold:g}: a fraction between 0 and 10, e.g. 0.1 for 10%")
+
+    def _check_executor(self) -> None:
+        if self.executor not in executors.names():
+            raise BadInput(f"--executor {self.executor!r}: choose {' or '.join(executors.names())}")
+        if self.executor == "slurm":
+            self.slurm.validate(self.device, self.submits)
+        elif self.slurm.given():
+            raise BadInput(f"{self.slurm.given()[0]} is only used with --executor slurm")
+
+    def _check_files(self) -> None:
+        out = Path(self.out)
+        if out.exists() and not out.is_dir():
+            raise BadInput(f"--out {out}: is a file, not a folder")
+        if self.notes and not Path(self.notes).is_file():
+            raise BadInput(f"--notes {self.notes}: no such file")
+        for s in self.sources:
+            if not (Path(s) / files.RUNS).is_dir():
+                raise BadInput(f"--from {s}: no runs/ folder there (not a frameval output folder)")
+        if self.sources and not self.report_only:
+            raise BadInput("--from is only used with --report-only")
+        if self.data_dir:
+            from .data import DataError, validate_idx_folder
+            try:
+                validate_idx_folder(self.data_dir)
+            except DataError as e:
+                raise BadInput(str(e)) from None
+
+    def _plan(self) -> None:
+        params = list(self.param)
+        if (self.data_dir or self.download_mnist) and not any(
+                p.split("=")[0].split(".")[-1] == "dataset" for p in params):
+            params.append("dataset=full")
+        try:
+            self.runs = build_plan(self.frameworks, self.workloads, self.mode, self.device, self.profile, params,
+                                   self.repeats)
+        except PlanError as e:
+            raise BadInput(str(e)) from None
+
+    def _check_pins(self) -> None:
+        """A pinned version the index does not have: one line, before anything is built."""
+        if self.report_only:
+            return
+        from .versions import check_pins
+        why = check_pins([(r.framework, r.pin) for r in self.runs if r.pin], self.device, self.env_backend)
+        if why:
+            raise BadInput(why)
+
+    def _check_user_pythons(self) -> None:
+        """--python FW=PATH: each framework planned, each interpreter working, the
+        framework importable there, kernel-side packages present or installable."""
+        from .envs import UserEnvError, probe_user_python
+        planned = {r.framework for r in self.runs}
+        for item in self.pythons:
+            fw, sep, path = item.partition("=")
+            if not sep or not fw.strip() or not path.strip():
+                raise BadInput(f"--python {item!r}: expected FRAMEWORK=PATH, e.g. torch=/path/to/venv/bin/python")
+            fw = canonical_framework(fw.strip())
+            if fw not in FRAMEWORKS:
+                raise BadInput(f"--python {item}: unknown framework {fw!r}; choose one of {', '.join(FRAMEWORKS)}")
+            if fw in self.user_pythons:
+                raise BadInput(f"--python {fw}= given twice")
+            if fw not in planned:
+                raise BadInput(f"--python {item}: {fw} is not among the planned frameworks "
+                               f"({', '.join(sorted(planned))})")
+            path = str(Path(path.strip()).expanduser().absolute())
+            try:
+                self.user_probes[fw] = probe_user_python(fw, path)
+            except UserEnvError as e:
+                raise BadInput(str(e)) from None
+            self.user_pythons[fw] = path
+
+    def _check_force(self) -> None:
+        if not self.force or self.force == "all":
+            return
+        names = set().union(*(run_names(r) for r in self.runs))
+        for f in self.force.split(","):
+            if f.strip() not in names:
+                raise BadInput(f"--force {f.strip()!r}: matches no planned run (e.g. torch or torch/lenet)")
+
+    def forced(self, run) -> bool:
+        """Whether --force names this run."""
+        if not self.force:
+            return False
+        if self.force == "all":
+            return True
+        return bool({x.strip() for x in self.force.split(",")} & run_names(run))
+
+
+def run_names(run) -> set:
+    """The names --force accepts for a run: torch, paddle@3.2.2, torch/lenet, torch/lenet-graph."""
+    return {run.framework, run.fw_key, f"{run.framework}/{run.workload}", f"{run.fw_key}/{run.workload}", run.name}
