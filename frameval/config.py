@@ -15,13 +15,11 @@ from pathlib import Path
 
 from . import executors, files
 from .catalog import FRAMEWORKS, canonical_framework
+from .checks import check_env_backend, check_lang, check_threshold
 from .exits import BadInput
 from .executors.slurm_config import SlurmConfig
 from .paths import REPO
 from .plan import PlanError, Run, build_plan
-
-LANGS = ("en", "zh")
-ENV_BACKENDS = ("auto", "conda", "venv")
 
 
 @dataclass
@@ -95,20 +93,17 @@ class RunConfig:
         self._check_force()
 
     def _check_options(self) -> None:
-        if self.lang not in LANGS:
-            raise BadInput(f"--lang {self.lang!r}: choose en or zh")
+        check_lang(self.lang)
         if os.sep in self.name or "/" in self.name or self.name in ("", ".", ".."):
             raise BadInput(f"--name {self.name!r}: a report name cannot contain a path separator")
-        if self.env_backend not in ENV_BACKENDS:
-            raise BadInput(f"--env-backend {self.env_backend!r}: choose auto, conda or venv")
+        check_env_backend(self.env_backend)
         if self.env_backend == "conda":
             from .envs import BACKENDS
             if not BACKENDS["conda"].available():
                 raise BadInput("--env-backend conda: none of mamba, micromamba, conda is on PATH (or use venv)")
         if self.timeout <= 0:
             raise BadInput(f"--timeout {self.timeout:g}: must be positive")
-        if not 0 < self.threshold < 10:
-            raise BadInput(f"--threshold {self.threshold:g}: a fraction between 0 and 10, e.g. 0.1 for 10%")
+        check_threshold(self.threshold)
 
     def _check_executor(self) -> None:
         if self.executor not in executors.names():

@@ -8,7 +8,8 @@ import argparse
 from ..catalog import FRAMEWORKS, OPT_IN_FRAMEWORKS, canonical_framework
 from ..defects import NOT_RUN, catalogue, format_table, removal_candidates, run_env, store
 from ..exits import fail
-from .common import check_env_backend
+from ..checks import check_env_backend
+from ..exits import BadInput
 
 
 def parse_frameworks(text: str) -> list:
@@ -35,7 +36,10 @@ def main(argv) -> int:
     p.add_argument("--env-backend", default="auto", help="auto, conda or venv (as for the main command)")
     args = p.parse_args(argv)
     fws = parse_frameworks(args.frameworks)
-    check_env_backend(args.env_backend)
+    try:
+        check_env_backend(args.env_backend)
+    except BadInput as e:
+        fail(str(e))
     from ..bootstrap import ensure_runner
     ensure_runner(["defects", *argv], backend=args.env_backend)  # its uv builds what is missing
     from ..envs import ensure_frameworks

@@ -10,7 +10,8 @@ import sys
 
 from ..lab import prepare_hand_runs, report_command, sync_notebooks, write_server_config
 from ..plan import PlanError, framework_entries
-from .common import default_env_backend
+from ..checks import check_env_backend, default_env_backend
+from ..exits import BadInput, fail
 
 
 def parser():
@@ -30,17 +31,15 @@ def main(argv) -> int:
     args = parser().parse_args(argv)
     try:
         entries = framework_entries(args.frameworks)  # names, aliases, all, and FRAMEWORK==VERSION pins
-    except PlanError as e:
-        print(f"frameval: error: {e}", file=sys.stderr)
-        return 2
+        check_env_backend(args.env_backend)
+    except (PlanError, BadInput) as e:
+        fail(str(e))
     if not 0 < args.port < 65536:
-        print(f"frameval: error: --port {args.port}: must be 1-65535", file=sys.stderr)
-        return 2
+        fail(f"--port {args.port}: must be 1-65535")
     from .. import versions
     why = versions.check_pins([e for e in entries if e[1]], "cpu", args.env_backend)
     if why:  # a pin the package index lacks: one line, before anything is built
-        print(f"frameval: error: {why}", file=sys.stderr)
-        return 2
+        fail(why)
     from ..bootstrap import ensure_runner
     ensure_runner(["lab", *argv], backend=args.env_backend)
     from .. import data, envs

@@ -6,9 +6,9 @@ to the pipeline: plan -> environments -> runs -> report."""
 from __future__ import annotations
 
 import argparse
-import os
 
 from ..catalog import FRAMEWORKS, PROFILES, WORKLOADS
+from ..checks import default_env_backend
 from ..config import RunConfig
 from ..executors import slurm_config
 from ..exits import BadInput, fail
@@ -78,7 +78,7 @@ def parser() -> argparse.ArgumentParser:
                    help="folder with the four MNIST IDX files: use the full MNIST (sets dataset=full)")
     p.add_argument("--download-mnist", action="store_true",
                    help="download the full MNIST IDX files (MD5-checked) into the data cache and use them")
-    p.add_argument("--env-backend", default=os.environ.get("FRAMEVAL_ENV_BACKEND", "auto"),
+    p.add_argument("--env-backend", default=default_env_backend(),
                    help="auto (conda/mamba if on PATH, else venv), conda or venv; for every environment, the "
                         "runner's included (default $FRAMEVAL_ENV_BACKEND, else auto). venv installs with uv "
                         "(pip where uv cannot be had; FRAMEVAL_INSTALLER=pip forces pip)")

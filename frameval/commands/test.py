@@ -7,7 +7,8 @@ import os
 import sys
 
 from ..paths import REPO
-from .common import check_env_backend, default_env_backend
+from ..checks import check_env_backend, default_env_backend
+from ..exits import BadInput, fail
 
 USAGE = ("usage: run_all.py test [--fast] [--env-backend auto|conda|venv] [pytest args]\n"
          "  --fast   the unit-level tests only (pytest -m fast, under 2 minutes); without it, the whole suite (CI)")
@@ -22,7 +23,10 @@ def parse_args(argv) -> tuple:
             fast = True
             continue
         value = opt.split("=", 1)[1] if "=" in opt else (rest.pop(0) if rest else "")
-        check_env_backend(value, "test --env-backend")
+        try:
+            check_env_backend(value, "test --env-backend")
+        except BadInput as e:
+            fail(str(e))
         backend = value
     return fast, backend, rest
 
