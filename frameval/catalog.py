@@ -107,6 +107,13 @@ WORKLOAD_RECORDS = (
              Quality("val_r2", "col_val_r2", "axis_r2", True, False)),
 )
 WORKLOAD_BY_KEY = {w.key: w for w in WORKLOAD_RECORDS}
+
+# The sizes of the data sets the workloads train on, known before any cache is
+# prepared (the runner checks parameter combinations against them before it
+# builds anything; a test compares them with the prepared caches).
+MNIST_SIZES = {"embedded": {"train": 4000, "test": 1000}, "full": {"train": 60000, "test": 10000}}
+SERIES_POINTS = {"co2": 2284}   # statsmodels' weekly Mauna Loa CO2, gaps filled
+SERIES_TRAIN_FRACTION = 0.75    # the LSTM's chronological split of its windows
 WORKLOADS = tuple(w.key for w in WORKLOAD_RECORDS)
 WORKLOAD_PARAMS = {w.key: w.params for w in WORKLOAD_RECORDS}
 SPEC_PARAM_COUNTS = {w.key: w.param_counts for w in WORKLOAD_RECORDS}

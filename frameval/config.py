@@ -13,7 +13,7 @@ import os
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from . import executors, files
+from . import constraints, executors, files
 from .catalog import FRAMEWORKS, canonical_framework
 from .checks import check_env_backend, check_lang, check_threshold
 from .exits import BadInput
@@ -86,6 +86,7 @@ class RunConfig:
     def _validate(self) -> None:
         self._check_options()
         self._check_executor()
+        self._check_device()
         self._check_files()
         self._plan()
         self._check_pins()
@@ -113,10 +114,16 @@ class RunConfig:
         elif self.slurm.given():
             raise BadInput(f"{self.slurm.given()[0]} is only used with --executor slurm")
 
+    def _check_device(self) -> None:
+        """--device gpu runs here only where a GPU is visible (on Slurm, the job checks its node)."""
+        if self.device == "gpu" and self.executor == "local" and not (self.dry_run or self.report_only):
+            from .gpus import LOOKED_FOR, visible_gpus
+            if not visible_gpus():
+                raise BadInput(f"--device gpu: no NVIDIA GPU visible on this machine (looked for {LOOKED_FOR}); "
+                               "use --device cpu, or --executor slurm for a GPU node")
+
     def _check_files(self) -> None:
-        out = Path(self.out)
-        if out.exists() and not out.is_dir():
-            raise BadInput(f"--out {out}: is a file, not a folder")
+        check_out_folder(Path(self.out), create=self.submits or self.setup_only)
         if self.notes and not Path(self.notes).is_file():
             raise BadInput(f"--notes {self.notes}: no such file")
         for s in self.sources:
@@ -141,6 +148,9 @@ class RunConfig:
                                    self.repeats)
         except PlanError as e:
             raise BadInput(str(e)) from None
+        why = constraints.first_problem(self.runs)
+        if why:
+            raise BadInput(why)
 
     def _check_pins(self) -> None:
         """A pinned version the index does not have: one line, before anything is built."""
@@ -195,3 +205,41 @@ class RunConfig:
 def run_names(run) -> set:
     """The names --force accepts for a run: torch, paddle@3.2.2, torch/lenet, torch/lenet-graph."""
     return {run.framework, run.fw_key, f"{run.framework}/{run.workload}", f"{run.fw_key}/{run.workload}", run.name}
+
+
+def check_out_folder(out: Path, create: bool) -> None:
+    """The output folder can be created and written, and is not inside a run
+    folder or the repository's notebooks/. With `create`, it is created (a
+    failed attempt removes what it made); otherwise nothing is written."""
+    out = Path(os.path.abspath(out))
+    if out.exists() and not out.is_dir():
+        raise BadInput(f"--out {out}: is a file, not a folder")
+    notebooks = (REPO / "notebooks").resolve()
+    if out.resolve() == notebooks or notebooks in out.resolve().parents:
+        raise BadInput(f"--out {out}: inside the repository's notebooks/ folder; choose another folder")
+    for a in [out, *out.parents]:
+        if (a / files.RESULT).is_file():
+            raise BadInput(f"--out {out}: inside the run folder {a} of another output; choose another folder")
+        if a.name == files.RUNS and (a.parent / files.PLAN).is_file():
+            raise BadInput(f"--out {out}: inside {a}, the runs/ folder of another output; choose another folder")
+    base = next(a for a in [out, *out.parents] if a.exists())
+    if not base.is_dir() or not os.access(base, os.W_OK | os.X_OK):
+        raise BadInput(f"--out {out}: {base} cannot be written")
+    if create:
+        _try_create(out, base)
+
+
+def _try_create(out: Path, base: Path) -> None:
+    made = [a for a in [out, *out.parents] if not a.exists()]
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / f".frameval-write-test.{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        for a in made:  # innermost first
+            try:
+                a.rmdir()
+            except OSError:
+                pass
+        raise BadInput(f"--out {out}: cannot be created or written ({e.strerror or e})") from None

@@ -220,6 +220,12 @@ def run_on_node(task: dict) -> str:
             raise SlurmNodeError(line)
     d = Path(task["dir"])
     info = node_info()
+    if task["run"].device == "gpu" and not info["gpus"]:  # recorded as this run's failure by finalize
+        from ..gpus import LOOKED_FOR, visible_gpus
+        if not visible_gpus():
+            line = f"frameval: error: --device gpu: no NVIDIA GPU visible on node {host} (looked for {LOOKED_FOR})"
+            print(line, file=sys.stderr, flush=True)
+            raise SlurmNodeError(line)
     outcome = execute.execute(task["run"], d, task["kernel"], task["parts"], timeout=task["timeout"],
                               env_fields=task["env_fields"], extra={"slurm": dict(info, state="COMPLETED")})
     print(f"frameval: {task['run'].name} on {host}: {outcome.status} in {outcome.seconds:.1f} s", flush=True)
