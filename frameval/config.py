@@ -92,6 +92,8 @@ class RunConfig:
         self._check_pins()
         self._check_user_pythons()
         self._check_force()
+        if self.submits or self.setup_only:  # last: an input refused above creates nothing
+            check_out_folder(Path(self.out), create=True)
 
     def _check_options(self) -> None:
         check_lang(self.lang)
@@ -102,7 +104,7 @@ class RunConfig:
             from .envs import BACKENDS
             if not BACKENDS["conda"].available():
                 raise BadInput("--env-backend conda: none of mamba, micromamba, conda is on PATH (or use venv)")
-        if self.timeout <= 0:
+        if not self.timeout > 0:  # nan too
             raise BadInput(f"--timeout {self.timeout:g}: must be positive")
         check_threshold(self.threshold)
 
@@ -123,7 +125,7 @@ class RunConfig:
                                "use --device cpu, or --executor slurm for a GPU node")
 
     def _check_files(self) -> None:
-        check_out_folder(Path(self.out), create=self.submits or self.setup_only)
+        check_out_folder(Path(self.out), create=False)
         if self.notes and not Path(self.notes).is_file():
             raise BadInput(f"--notes {self.notes}: no such file")
         for s in self.sources:

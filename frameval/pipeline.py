@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -81,7 +82,12 @@ class Pipeline:
             if cfg.setup_only:
                 self.say("frameval: setup done (environments, kernels, data caches); nothing run (--setup-only)")
                 return 0 if all(isinstance(e, envs.Env) for e in env_by_fw.values()) else EXIT_FAILED
-            failed = self.execute_all(env_by_fw)
+            try:
+                failed = self.execute_all(env_by_fw)
+            except OSError as e:  # a full disk or a write error: the runs written so far stay
+                print(f"frameval: error: cannot write in {self.out}: {e.strerror or e} ({self.intact()})",
+                      file=sys.stderr, flush=True)
+                return EXIT_FAILED
             code = self.collect([str(self.out)])
         if self.interrupted:
             return EXIT_INTERRUPTED
@@ -217,6 +223,17 @@ class Pipeline:
         results.merge_repeats(self.out, self.runs, self.config.repeats)
         return failed or results.any_failed(self.out, self.runs)
 
+    def intact(self) -> str:
+        """What survives a failed write: the free space, and the results already written."""
+        runs = sorted(p.parent.relative_to(self.out / files.RUNS).as_posix()
+                      for p in (self.out / files.RUNS).glob(f"**/{files.RESULT}"))
+        try:
+            free = f"{shutil.disk_usage(self.out).free / 1024:,.0f} KB free in {self.out}"
+        except OSError:
+            free = f"free space in {self.out} unknown"
+        named = ", ".join(runs[:6]) + (f" and {len(runs) - 6} more" if len(runs) > 6 else "")
+        return f"{free}; results intact: {named or 'none yet'}"
+
     def collect(self, sources) -> int:
         """Run notebooks/collect.ipynb in the runner kernel: report.md + report.html."""
         from .bootstrap import RUNNER_KERNEL, register_runner_kernel
@@ -237,11 +254,13 @@ class Pipeline:
             code = proc.wait()
         finally:
             execute._current.pop("proc", None)
-        tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
-        log.unlink(missing_ok=True)
         if code != 0:
-            self.say(f"frameval: the collector failed; see {self.out / 'collect.ipynb'}\n{tail}")
+            kind, message, _ = execute.notebook_error(self.out / "collect.ipynb", log, code)
+            log.unlink(missing_ok=True)
+            print(f"frameval: error: the report was not written: {kind}: {message} "
+                  f"({self.intact()}; see {self.out / 'collect.ipynb'})", file=sys.stderr, flush=True)
             return EXIT_FAILED
+        log.unlink(missing_ok=True)
         self.say(f"frameval: report written in {time.perf_counter() - t0:.1f} s: "
                  f"{self.out / (cfg.name + '.md')} and {self.out / (cfg.name + '.html')}")
         return 0
