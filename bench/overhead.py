@@ -52,7 +52,7 @@ if __name__ == "__main__":
     from frameval.bootstrap import bootstrap_script  # standard library only
     bootstrap_script(__file__)  # returns inside the runner environment
 
-from frameval import envs, execute, notebook as nbfile  # noqa: E402
+from frameval import data, envs, execute, notebook as nbfile  # noqa: E402
 from frameval.plan import build_plan  # noqa: E402
 
 
@@ -68,12 +68,16 @@ def span(values) -> str:
 
 # The plain stand-in for nb.Recorder in (A): same thread pinning (before the
 # framework import), same clock (perf_counter, device sync before each read),
-# nothing else. Everything the notebook calls that does not matter here is a no-op.
+# nothing else. The other methods of the real Recorder the notebook calls are
+# no-ops; a name the real Recorder lacks raises, as it would in (B).
+# The figures reach this process through plain.json, written by write(), which
+# the notebook reaches through its last line, rec.finish(): finish must stay a
+# real method here (when it fell to the no-op catch-all, nothing was written).
 PRELUDE = textwrap.dedent('''
     import json as _json, os as _os, time as _time
     from pathlib import Path as _Path
     import frameval.nb as _nb
-    from frameval.nb.record import THREAD_VARS as _THREAD_VARS
+    from frameval.nb.record import THREAD_VARS as _THREAD_VARS, Recorder as _RealRecorder
 
     class _PlainEpoch(dict):
         def update(self, **kw):
@@ -115,14 +119,21 @@ PRELUDE = textwrap.dedent('''
             return _PlainTimer(self, samples)
         def write(self, status="ok"):
             p = self.out / "plain.json"
-            p.write_text(_json.dumps({"import_s": self.import_s,
+            p.write_text(_json.dumps({"import_s": self.import_s, "status": status,
                                       "epochs": [e["seconds"] for e in self.epochs]}))
             return p
+        def finish(self):  # the notebooks' last line; returns nothing, as the real one
+            print(self.write())
+        def fail(self, exc):
+            return self.write(status="failed")
+        def work_file(self, name):  # the LSTM notebooks save their model there
+            (self.out / "work").mkdir(exist_ok=True)
+            return self.out / "work" / name
         def summary(self):
             return ""
-        def __getattr__(self, name):  # set_data, settings, set_param_counts, set, note, set_compiled ...
-            if name.startswith("__"):
-                raise AttributeError(name)
+        def __getattr__(self, name):  # set_data, settings, set_param_counts, set, note, workaround ...
+            if name.startswith("_") or not callable(getattr(_RealRecorder, name, None)):
+                raise AttributeError(f"PlainRecorder: the real Recorder has no method {name!r} either")
             return lambda *a, **k: None
 
     _nb.Recorder = PlainRecorder
@@ -162,6 +173,9 @@ def run_plain(env, run, d: Path) -> dict:
     wall = time.perf_counter() - t0
     if p.returncode != 0:
         raise SystemExit(f"plain script failed (exit {p.returncode}):\n{p.stdout[-2000:]}\n{p.stderr[-3000:]}")
+    if not (d / "plain.json").exists():  # the stand-in's write() was never reached
+        raise SystemExit(f"plain script ran but wrote no plain.json: the notebook's last cell no longer reaches "
+                         f"PlainRecorder.write (see PRELUDE in bench/overhead.py); script {script}")
     r = json.loads((d / "plain.json").read_text())
     return {"wall": wall, "import": r["import_s"], "epochs": r["epochs"], "load": (l0, load())}
 
@@ -265,6 +279,7 @@ def main(argv=None) -> int:
         sys.exit("bench/overhead.py runs in the runner environment (papermill missing); see the docstring")
 
     env = envs.ensure_framework(a.framework, backend=a.env_backend)
+    data.prepare_all()  # the notebooks read the prepared caches, which a fresh clone does not have yet
     run = build_plan(a.framework, a.workload, mode=a.mode, overrides={None: {
         "epochs": str(a.epochs), "max_train_samples": str(a.samples), "batch_size": str(a.batch_size)}})[0]
     root = Path(a.keep or tempfile.mkdtemp(prefix="frameval-overhead-"))

@@ -16,6 +16,8 @@ load average (os.getloadavg) beside every figure:
     python3 run_all.py bench pipeline --skip-report         only the cold build
     python3 run_all.py bench pipeline --uv-cache cold       uv's download cache empty too (network-bound)
     python3 run_all.py bench pipeline --installer pip       the same cold build with pip, to compare
+    python3 run_all.py bench pipeline --smoke --frameworks jax --workloads lstm
+                                                            tiny runs: the test suite's check that it runs
 
 It re-executes itself in the runner environment, as run_all.py does. Steps
 2-4 use the normal per-user cache (environments built once, e.g. by
@@ -45,6 +47,13 @@ if __name__ == "__main__":
 
 from frameval import envs  # noqa: E402
 from frameval.nb.record import machine_info  # noqa: E402
+
+
+# --smoke: the report runs at tiny sizes (two epochs, a few batches), so that
+# tests/test_bench.py can run every step in seconds; the figures are then only
+# a sign that the bench works, not measurements.
+SMOKE_PARAMS = ["-p", "epochs=2", "-p", "lenet.max_train_samples=256", "-p", "dcgan.batch_size=16",
+                "-p", "dcgan.max_train_samples=32", "-p", "lstm.max_train_samples=128"]
 
 
 def load() -> float:
@@ -102,6 +111,8 @@ def main(argv=None) -> int:
     ap.add_argument("--skip-build", action="store_true", help="skip the cold build")
     ap.add_argument("--skip-report", action="store_true", help="skip the three report runs")
     ap.add_argument("--keep", default="", help="keep the output folders here (default: temporary, removed)")
+    ap.add_argument("--smoke", action="store_true",
+                    help="tiny report runs (2 epochs, few samples): checks that the bench runs, measures nothing")
     a = ap.parse_args(argv)
 
     py = sys.executable
@@ -146,8 +157,10 @@ def main(argv=None) -> int:
         base = [py, str(REPO / "run_all.py"), "--out", str(out), "--env-backend", a.env_backend, *limit]
         if a.workloads:
             base += ["--workloads", a.workloads]
+        if a.smoke:
+            base += SMOKE_PARAMS
         shown = "python3 run_all.py --out <tmp>" + (f" --frameworks {a.frameworks}" if a.frameworks else "") + \
-            (f" --workloads {a.workloads}" if a.workloads else "")
+            (f" --workloads {a.workloads}" if a.workloads else "") + (" (--smoke sizes)" if a.smoke else "")
         for label, extra in (("default quick report", []), ("unchanged rerun", []),
                              ("rerun after -p lstm.lr=0.002", ["-p", "lstm.lr=0.002"])):
             print(f"{label}: {shown} {' '.join(extra)} ...", flush=True)

@@ -21,7 +21,8 @@ the prepared embedded MNIST, scaled to [-1, 1]) and the same batch size:
   (papermill, kernel, recorder), as `run_all.py` runs it.
 
 Printed: the steady epoch time (median of epochs 2..N) of each, and the ratio
-frameval / hand-written (target <= 1.0).
+frameval / hand-written (target <= 1.0), each with the 1-minute load average
+(os.getloadavg) over its runs beside it.
 
     python3 run_all.py bench seed_parity          (or: python3 bench/seed_parity.py; either runs it in the runner env)
     python3 run_all.py bench seed_parity --frameworks torch --samples 256 --batch-size 64 --epochs 3 --repeats 2
@@ -31,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -45,9 +47,20 @@ if __name__ == "__main__":
     from frameval.bootstrap import bootstrap_script  # standard library only
     bootstrap_script(__file__)  # returns inside the runner environment
 
-from frameval import envs, execute  # noqa: E402
+from frameval import data, envs, execute  # noqa: E402
 from frameval.paths import data_cache_dir  # noqa: E402
 from frameval.plan import build_plan, notebook_path  # noqa: E402
+
+
+def load() -> float:
+    return os.getloadavg()[0]
+
+
+def span(values) -> str:
+    """The load averages seen over a measurement, as "load 1.2-3.4"."""
+    lo, hi = min(values), max(values)
+    return f"load {lo:.1f}" if abs(hi - lo) < 0.05 else f"load {lo:.1f}-{hi:.1f}"
+
 
 # ----------------------------------------------------------------- hand-written loops
 # Each reads its settings from argv[1] (JSON) and prints {"epochs": [seconds...]} last.
@@ -244,9 +257,10 @@ def main(argv=None) -> int:
         import papermill  # noqa: F401
     except ImportError:
         sys.exit("bench/seed_parity.py runs in the runner environment (papermill missing); see the docstring")
+    data.prepare_all()  # both sides read the prepared MNIST cache, which a fresh clone does not have yet
     root = Path(a.keep or tempfile.mkdtemp(prefix="frameval-seed-parity-"))
     print(f"bench/seed_parity.py: DCGAN, {a.samples} samples, batch {a.batch_size}, {a.epochs} epochs, "
-          f"{a.repeats} repeat(s); {os.cpu_count()} cores", flush=True)
+          f"{a.repeats} repeat(s); {os.cpu_count()} cores; load {load():.1f}", flush=True)
     lines = []
     for fw in [f.strip() for f in a.frameworks.split(",") if f.strip()]:
         if not notebook_path(fw, "dcgan").exists():
@@ -256,19 +270,21 @@ def main(argv=None) -> int:
         try:
             env = envs.ensure_framework(fw)
             hand = {label: [] for label, _, _ in HAND[fw]}
-            fv = []
+            fv, loads = [], []  # loads: the 1-minute load average before and after each run
             for k in range(1, a.repeats + 1):
                 for label, source, extra in HAND[fw]:
-                    t0 = time.perf_counter()
+                    t0, l0 = time.perf_counter(), load()
                     secs = run_hand(env, fw, source, extra, a)
                     hand[label].append(steady(secs))
+                    loads += [l0, load()]
                     print(f"  {fw} hand-written ({label}) #{k}: epochs {', '.join(f'{s:.2f}' for s in secs)} s "
-                          f"(run {time.perf_counter() - t0:.0f} s)", flush=True)
-                t0 = time.perf_counter()
+                          f"(run {time.perf_counter() - t0:.0f} s; {span(loads[-2:])})", flush=True)
+                t0, l0 = time.perf_counter(), load()
                 secs = run_frameval(env, fw, a, root / f"{fw}-{k}")
                 fv.append(steady(secs))
+                loads += [l0, load()]
                 print(f"  {fw} frameval graph #{k}: epochs {', '.join(f'{s:.2f}' for s in secs)} s "
-                      f"(run {time.perf_counter() - t0:.0f} s)", flush=True)
+                      f"(run {time.perf_counter() - t0:.0f} s; {span(loads[-2:])})", flush=True)
         except Exception as e:  # noqa: BLE001 - report and go on with the next framework
             print(f"{fw}: not available ({str(e).splitlines()[0] if str(e) else type(e).__name__})", flush=True)
             lines.append(f"{fw}: not available ({type(e).__name__})")
@@ -279,11 +295,13 @@ def main(argv=None) -> int:
             ratio = f_med / h_med
             target = "target <= 1.0: " + ("met" if ratio <= 1.0 else "MISSED") if i == 0 else "(for reference)"
             lines.append(f"{fw}: frameval graph {f_med:.3f} s / hand-written {label} {h_med:.3f} s "
-                         f"= {ratio:.3f}   {target}")
+                         f"= {ratio:.3f}   {target}   ({span(loads)})")
     print()
     print("steady epoch time, frameval / hand-written:")
     for line in lines:
         print("  " + line)
+    if not a.keep:  # the run folders hold inductor and Keras caches: not left in /tmp
+        shutil.rmtree(root, ignore_errors=True)
     return 0
 
 

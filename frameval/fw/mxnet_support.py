@@ -52,11 +52,6 @@ def param_count(net):
     return sum(p.data().size for p in net.collect_params().values() if p.grad_req != "null")
 
 
-def cached_op_built(*nets):
-    """Whether hybridize() really built a CachedOp graph for every block (set after its first call)."""
-    return all(getattr(net, "_cached_op", None) is not None for net in nets)
-
-
 def threads_effective(rec):
     """MXNet 1.9.1 reads OMP_NUM_THREADS / MXNET_CPU_WORKER_NTHREADS at import and has
     no getter (the C API exports only MXSetNumOMPThreads). The OpenMP count is read

@@ -487,11 +487,6 @@ def lstm_params(p, biases=1):
     return p
 
 
-def lstm_step(p, x, y, lr=1e-3):
-    r = lstm_train(p, [{"x": x, "y": y}], lr)
-    return {"losses": r["losses"][0], "weights": r["weights"], "grads": r["grads"]}
-
-
 def lstm_train(p, batches, lr=1e-3):
     """k LSTM steps (see _train)."""
     return _train(p, batches, lr, lambda q, x, y: lstm_loss(q, x, np.asarray(y, np.float64)))
