@@ -330,7 +330,7 @@ def execute_all(pipe, env_by_fw) -> bool:
         todo.append((label, run, d, {
             "run": run, "dir": str(d), "kernel": kernel, "parts": parts, "timeout": a.timeout,
             "env_fields": env.result_fields(), "env_python": str(env.python),
-            "kernel_json": str(envs.JUPYTER_DIR / "kernels" / kernel / "kernel.json")}))
+            "kernel_json": str(envs.kernels.JUPYTER_DIR / "kernels" / kernel / "kernel.json")}))
         say(f"{label}: submitting ({dec.why})")
     if not todo:
         say("frameval: slurm: nothing to submit (every run reused)")
