@@ -163,7 +163,7 @@ def run_plain(env, run, d: Path) -> dict:
     # the kernel's own environment variables (kernel.json), so A and B differ only in the harness
     kernel = env.kernel or envs.kernel_name(run.framework, run.device)
     try:
-        kenv = json.loads((envs.JUPYTER_DIR / "kernels" / kernel / "kernel.json").read_text())["env"]
+        kenv = json.loads((envs.kernels.JUPYTER_DIR / "kernels" / kernel / "kernel.json").read_text())["env"]
     except (OSError, ValueError, KeyError):
         kenv = {**envs.kernel_env(), **envs.FRAMEWORK_KERNEL_ENV.get(run.framework, {})}
     penv = dict(os.environ, **kenv)

@@ -8,8 +8,8 @@ import os
 import sys
 from pathlib import Path
 
-from .envs import EnvBuildError, choose_backend, ensure_env, env_for, register_kernel
-from .envspec import SpecError, parse_spec
+from .envs import (EnvBuildError, SpecError, choose_backend, ensure_env, ensure_frameworks, env_for, parse_spec,
+                   register_kernel)
 from .paths import REPO
 
 RUNNER_SPEC = REPO / "environment.yml"
@@ -56,7 +56,6 @@ def ensure_runner(argv, backend: str = "auto", script: Path | str | None = None,
 def _build_runner(spec, b, backend, say, prebuild):
     if prebuild and not env_for(spec, b).ready:
         from concurrent.futures import ThreadPoolExecutor
-        from .envs import ensure_frameworks
         with ThreadPoolExecutor(max_workers=1) as ex:
             runner = ex.submit(ensure_env, spec, b, say)
             by_device: dict = {}

@@ -208,7 +208,7 @@ class Pipeline:
         kernel = env.kernel or envs.kernel_name(run.framework, run.device)
         return Job(i, label, run, d, kernel, parts, dec.why, env_fields=env.result_fields(),
                    env_python=str(env.python),
-                   kernel_json=str(envs.JUPYTER_DIR / "kernels" / kernel / "kernel.json")), True
+                   kernel_json=str(envs.kernels.JUPYTER_DIR / "kernels" / kernel / "kernel.json")), True
 
     def execute_all(self, env_by_fw) -> bool:
         """Triage every planned run, hand the ones that execute to the executor,

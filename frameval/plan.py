@@ -13,6 +13,7 @@ from pathlib import Path
 
 from . import notebook as nbfile
 from . import files, versions
+from .envs.spec import PinError, key as framework_key
 from .paths import REPO
 from .catalog import (WORKLOAD_PARAMS, DEVICES, FRAMEWORKS, OPT_IN_FRAMEWORKS, MODES, PROFILE_FRAMEWORK_OVERRIDES, PROFILES, WORKLOADS,
                         canonical_framework)
@@ -53,7 +54,7 @@ class Run:
     def fw_key(self) -> str:
         """The framework as planned: "paddle", or "paddle@3.2.2" for a pinned version
         (its run folders, environment and kernel are its own)."""
-        return versions.key(self.framework, self.pin)
+        return framework_key(self.framework, self.pin)
 
     @property
     def name(self) -> str:
@@ -200,10 +201,10 @@ def framework_entries(frameworks: str, device: str = "cpu") -> list:
         try:
             name, pin = versions.parse_entry(raw)
             if pin and name == "all":
-                raise versions.PinError(f"--frameworks {raw.strip()!r}: pin one framework at a time, e.g. paddle==3.2.2")
+                raise PinError(f"--frameworks {raw.strip()!r}: pin one framework at a time, e.g. paddle==3.2.2")
             fws = split_list(name, FRAMEWORKS, "framework", canonical_framework, OPT_IN_FRAMEWORKS)
             out += [(fw, versions.normalise(fw, pin, device)) for fw in fws]
-        except versions.PinError as e:
+        except PinError as e:
             raise PlanError(str(e)) from None
     if not out:
         raise PlanError("no framework given")

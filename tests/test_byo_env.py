@@ -72,13 +72,13 @@ def test_missing_kernel_packages_where_frameval_may_not_write(tmp_path):
 @pytest.fixture(scope="module")
 def user_venv(tmp_path_factory):
     """A second venv with torch (the spec's pin, from the same wheels) and nothing for the kernel."""
-    uv = envs.uv_executable(echo=None)
+    uv = envs.installers.uv_executable(echo=None)
     root = tmp_path_factory.mktemp("byo")
     venv = root / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     py = venv / "bin" / "python"
     pin = envs.spec_pin(envs.parse_spec(envs.spec_path("torch")))
-    args, env = envs.uv_options()
+    args, env = envs.pipconf.uv_options()
     cmd = ([uv, "pip", "install", "--python", str(py), *args, pin] if uv
            else [str(py), "-m", "pip", "install", "-q", pin])
     subprocess.run(cmd, check=True, env=dict(os.environ, **env), timeout=1200)
@@ -105,9 +105,9 @@ def test_user_environment_runs_and_is_recorded(user_venv, tmp_path):
     assert sorted(x.split("<")[0] for x in e["installed_by_frameval"]) == ["ipykernel", "numpy"]
     # its own kernel, pointing at the user's interpreter; the shared frameval-torch kernel untouched
     kname = envs.user_kernel_name("torch", user_venv)
-    k = json.loads((envs.JUPYTER_DIR / "kernels" / kname / "kernel.json").read_text())
+    k = json.loads((envs.kernels.JUPYTER_DIR / "kernels" / kname / "kernel.json").read_text())
     assert k["argv"][0] == str(user_venv) and k["metadata"]["frameval"]["provided_by_user"] is True
-    shared = envs.JUPYTER_DIR / "kernels" / "frameval-torch" / "kernel.json"
+    shared = envs.kernels.JUPYTER_DIR / "kernels" / "frameval-torch" / "kernel.json"
     if shared.exists():
         assert json.loads(shared.read_text())["argv"][0] != str(user_venv)
     info = json.loads((out / "environments" / "torch.json").read_text())

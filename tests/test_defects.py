@@ -11,8 +11,9 @@ import pytest
 
 from conftest import REPO, run_all
 from frameval import defects as dfx
-from frameval import envs, install
-from frameval.envspec import parse_spec
+from frameval import envs
+from frameval.envs import install_facts
+from frameval.envs.specfile import parse_spec
 from frameval.report import fmt
 from frameval.report.defects import SUBSTITUTE_MARK, defects_table, install_table
 from frameval.report.i18n import Strings
@@ -163,7 +164,7 @@ def test_install_facts_recorded_at_build_and_shown(tmp_path, monkeypatch):
     assert env.built_now
     ins = env.info()["install"]
     assert ins["recorded"] == "at build" and ins["build_s"] == env.info()["build_s"] > 0
-    assert ins["installed_mb"] == install.dir_mb(env.prefix) or abs(ins["installed_mb"] - install.dir_mb(env.prefix)) < 1
+    assert ins["installed_mb"] == install_facts.dir_mb(env.prefix) or abs(ins["installed_mb"] - install_facts.dir_mb(env.prefix)) < 1
     assert ins["installed_mb"] > 50  # the mxnet wheel alone unpacks to more
     assert ins["framework_wheel"]["version"] == "1.9.1" and ins["numpy_spec"] == ["numpy<1.24"]
     assert ins["numpy_installed"].startswith("1.") and ins["python"].startswith("3.10")

@@ -4,7 +4,7 @@ import json
 import pytest
 
 from frameval import envs
-from frameval.envspec import SpecError, parse_spec
+from frameval.envs.specfile import SpecError, parse_spec
 from frameval.nb import paths
 from frameval.catalog import FRAMEWORKS, OPT_IN_FRAMEWORKS
 from conftest import REPO
@@ -133,7 +133,7 @@ def test_find_python_skips_missing_versions():
 def test_kernels_are_project_scoped(matrix):
     """After a run, every framework kernel is registered under the repo's
     .frameval/jupyter, points at a cached env, and nothing went to ~/.local."""
-    kdir = envs.JUPYTER_DIR / "kernels"
+    kdir = envs.kernels.JUPYTER_DIR / "kernels"
     for fw in FRAMEWORKS:
         spec = json.loads((kdir / f"frameval-{fw}" / "kernel.json").read_text())
         assert spec["argv"][0].startswith(str(paths.envs_dir()))
@@ -168,7 +168,7 @@ def test_pre_bootstrap_code_needs_no_numpy(tmp_path):
     bare = tmp_path / "bare"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
     py = str(bare / "bin" / "python")
-    code = ("import sys; import frameval.cli, frameval.bootstrap, frameval.envs, frameval.envspec, frameval.paths, "
+    code = ("import sys; import frameval.cli, frameval.bootstrap, frameval.envs, frameval.versions, frameval.paths, "
             "frameval.plan, frameval.files, frameval.locks, frameval.testtools; "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('numpy', 'yaml', 'filelock') "
             "or m.startswith('frameval.nb')]; assert not bad, bad; import numpy")
@@ -197,7 +197,7 @@ def test_env_backend_conda_without_conda_is_bad_input(tmp_path):
 def test_kernel_json_of_built_envs_writes_bytecode(tmp_path, monkeypatch):
     """uv installs no .pyc: kernels of frameval's own envs write them at first
     import (PYTHONDONTWRITEBYTECODE emptied); a user's environment is left as it is."""
-    monkeypatch.setattr(envs, "JUPYTER_DIR", tmp_path)
+    monkeypatch.setattr(envs.kernels, "JUPYTER_DIR", tmp_path)
     spec = parse_spec(REPO / "envs/torch.yml")
     built = envs.Env(spec, tmp_path / "e", "venv")
     k = json.loads((envs.register_kernel(built, "k1", "k1") / "kernel.json").read_text())

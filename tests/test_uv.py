@@ -13,32 +13,32 @@ from urllib.parse import unquote
 import pytest
 
 from frameval import envs
-from frameval.envspec import parse_spec
+from frameval.envs.specfile import parse_spec
 
-UV = envs.uv_executable(echo=None)
+UV = envs.installers.uv_executable(echo=None)
 # uv is in the runner environment (environment.yml): its absence is a failure, not a skip.
 needs_uv = pytest.mark.usefixtures("uv_found")
 
 
 @pytest.fixture
 def uv_found():
-    assert UV is not None, "uv is in environment.yml, yet envs.uv_executable() found none"
+    assert UV is not None, "uv is in environment.yml, yet envs.installers.uv_executable() found none"
 
 
 @pytest.fixture
 def fresh_uv_state(monkeypatch):
     """A fresh uv lookup (restored afterwards)."""
-    saved = dict(envs._uv_state)
-    envs._uv_state.clear()
+    saved = dict(envs.installers._uv_state)
+    envs.installers._uv_state.clear()
     yield
-    envs._uv_state.clear()
-    envs._uv_state.update(saved)
+    envs.installers._uv_state.clear()
+    envs.installers._uv_state.update(saved)
 
 
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
     monkeypatch.setenv("FRAMEVAL_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(envs, "JUPYTER_DIR", tmp_path / "jupyter")  # never repoint the shared kernels
+    monkeypatch.setattr(envs.kernels, "JUPYTER_DIR", tmp_path / "jupyter")  # never repoint the shared kernels
     return tmp_path
 
 
@@ -58,10 +58,10 @@ def test_pip_settings_precedence_as_pip(monkeypatch):
              ("install.find-links", "/w2 /w3"), ("global.extra-index-url", "file:///x/simple"),
              (":env:.extra-index-url", "file:///y/simple file:///z/simple"), ("global.no-cache-dir", "true"),
              ("global.trusted-host", "h.example"), ("global.cert", "/etc/ca.pem"), ("global.timeout", "60")]
-    s = envs.pip_settings(items)
+    s = envs.pipconf.pip_settings(items)
     assert s["find-links"] == "/w2 /w3"  # [install] beats [global]
     assert s["extra-index-url"] == "file:///y/simple file:///z/simple"  # PIP_* beats files
-    args, env = envs.uv_options(s)
+    args, env = envs.pipconf.uv_options(s)
     assert args[:2] == ["--index-strategy", "unsafe-best-match"]
     pairs = list(zip(args, args[1:]))
     assert ("--index-url", "https://a.example/simple") in pairs
@@ -77,8 +77,8 @@ def test_pip_settings_precedence_as_pip(monkeypatch):
 def test_pip_environment_variables_win(monkeypatch):
     monkeypatch.setenv("PIP_FIND_LINKS", "/from-env")
     monkeypatch.setenv("PIP_NO_INDEX", "1")
-    s = envs.pip_settings([("global.find-links", "/from-file")])
-    args, _ = envs.uv_options(s)
+    s = envs.pipconf.pip_settings([("global.find-links", "/from-file")])
+    args, _ = envs.pipconf.uv_options(s)
     assert ("--find-links", "/from-env") in list(zip(args, args[1:])) and "--no-index" in args
 
 
@@ -86,7 +86,7 @@ def test_pip_environment_variables_win(monkeypatch):
 def test_this_machines_pip_configuration_reaches_uv():
     """What `pip config list` says here appears in uv's arguments."""
     p = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True)
-    args, _ = envs.uv_options()
+    args, _ = envs.pipconf.uv_options()
     for line in p.stdout.splitlines():
         key, _, value = line.partition("=")
         name = key.split(".", 1)[-1]
@@ -111,7 +111,7 @@ def test_uv_and_pip_resolve_the_same_torch_wheel(tmp_path):
 
     venv = tmp_path / "v"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    args, env = envs.uv_options()
+    args, env = envs.pipconf.uv_options()
     dry = subprocess.run([UV, "pip", "install", "--dry-run", "--no-deps", "--python", str(venv / "bin/python"),
                           *args, pin], capture_output=True, text=True, env=dict(os.environ, **env), timeout=600)
     assert f"+ torch=={pip_version}" in dry.stdout + dry.stderr, dry.stdout + dry.stderr
@@ -141,7 +141,7 @@ def test_uv_built_env_is_keyed_and_reused_like_pip(cache, fresh_uv_state, monkey
     assert "six==" in freeze and "pip==" in freeze  # pip is there, as in a pip-built env
     # ready marker: reused, not rebuilt, whatever the installer now
     monkeypatch.setenv("FRAMEVAL_INSTALLER", "pip")
-    envs._uv_state.clear()
+    envs.installers._uv_state.clear()
     again = envs.ensure_env(spec, backend, echo=lines.append)
     assert not again.built_now and again.freeze == freeze
     # a half-built one (no marker) is rebuilt
@@ -168,7 +168,7 @@ def test_parallel_builds_one_line_each_and_failure_names_its_log(cache, monkeypa
     tiny_spec(specs, "frameval-alpha", "six", file="alpha")
     tiny_spec(specs, "frameval-beta", "idna", file="beta")
     tiny_spec(specs, "frameval-gamma", "frameval-no-such-package==0.0.1", file="gamma")
-    monkeypatch.setattr(envs, "ENVS_SPEC_DIR", specs)
+    monkeypatch.setattr(envs.spec, "ENVS_SPEC_DIR", specs)
     lines, done = [], {}
 
     def on_done(fw, env, secs):
@@ -187,7 +187,7 @@ def test_parallel_builds_one_line_each_and_failure_names_its_log(cache, monkeypa
     assert len([ln for ln in lines if ln.startswith(("alpha:", "beta:", "gamma:"))]) == 3
     assert sum("building 3 environment(s) in parallel" in ln for ln in lines) == 1, lines
     # registered in the test's own Jupyter folder, pointing at the built envs
-    k = json.loads((envs.JUPYTER_DIR / "kernels" / "frameval-alpha" / "kernel.json").read_text())
+    k = json.loads((envs.kernels.JUPYTER_DIR / "kernels" / "frameval-alpha" / "kernel.json").read_text())
     assert k["argv"][0] == str(out["alpha"].python)
     # cached: nothing built, quickly
     again = envs.ensure_frameworks(["alpha", "beta"], echo=lines.append)
@@ -200,10 +200,10 @@ def test_seed_packages_match_ensurepip():
     before 3.12) at ensurepip's versions, unless the spec names them."""
     import ensurepip
     spec = parse_spec(envs.spec_path("torch"))
-    seeds = envs._seed_packages(Path(sys.executable), spec)
+    seeds = envs.backends._seed_packages(Path(sys.executable), spec)
     assert f"pip=={ensurepip._PIP_VERSION}" in seeds
     if getattr(ensurepip, "_SETUPTOOLS_VERSION", None):
         assert f"setuptools=={ensurepip._SETUPTOOLS_VERSION}" in seeds
     from dataclasses import replace
-    assert not any(s.startswith("pip==") for s in envs._seed_packages(Path(sys.executable),
+    assert not any(s.startswith("pip==") for s in envs.backends._seed_packages(Path(sys.executable),
                                                                       replace(spec, pip=spec.pip + ("pip>=24",))))

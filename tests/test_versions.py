@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, run_all
-from frameval import compare, versions
+from frameval import compare
 from frameval.envs import choose_backend, env_for
+from frameval.envs.spec import framework_spec, spec_version
 
 OLD, NEW = "3.2.2", "3.3.1"
 TINY_LENET = ["-p", "epochs=2", "-p", "lenet.max_train_samples=256"]
@@ -23,9 +24,9 @@ REPEATS = 2
 
 
 def test_spec_pins_the_bare_version():
-    assert versions.spec_version("paddle") == NEW  # if envs/paddle.yml moves on, pick another OLD here
-    old = versions.framework_spec(f"paddle@{OLD}")
-    bare = versions.framework_spec("paddle")
+    assert spec_version("paddle") == NEW  # if envs/paddle.yml moves on, pick another OLD here
+    old = framework_spec(f"paddle@{OLD}")
+    bare = framework_spec("paddle")
     assert f"paddlepaddle=={OLD}" in old.pip and f"paddlepaddle=={NEW}" not in old.pip
     assert old.key != bare.key and f"paddlepaddle=={OLD}" in old.text
 
@@ -57,7 +58,7 @@ def test_two_versions_side_by_side(two_versions):
     assert f"paddlepaddle=={OLD}" in envs[f"paddle@{OLD}"]["freeze"]
     assert envs[f"paddle@{OLD}"]["kernel"] == f"frameval-paddle-v{OLD}"
     # a hand run in the pinned kernel (run_all.py lab --frameworks paddle==3.2.2) goes to runs/paddle@3.2.2/
-    from frameval.envs import JUPYTER_DIR
+    from frameval.envs.kernels import JUPYTER_DIR
     from frameval.paths import FRAMEWORK_KEY_ENV
     kernel = json.loads((JUPYTER_DIR / "kernels" / f"frameval-paddle-v{OLD}" / "kernel.json").read_text())
     assert kernel["env"][FRAMEWORK_KEY_ENV] == f"paddle@{OLD}"
@@ -107,7 +108,7 @@ def test_compare_two_folders_of_real_runs(two_versions, tmp_path):
 
 
 def test_pin_the_index_lacks_exits_2_and_builds_nothing(tmp_path):
-    spec = versions.framework_spec("paddle@3.2.9")
+    spec = framework_spec("paddle@3.2.9")
     prefix = env_for(spec, choose_backend("auto")).prefix
     p = run_all("--frameworks", "paddle==3.2.9,paddle", "--workloads", "lenet", "--out", str(tmp_path / "x"), timeout=300)
     assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
@@ -124,8 +125,8 @@ def test_index_check_reads_the_users_pip_settings(tmp_path):
         '<a href="../../f/paddlepaddle-3.2.0-cp311-cp311-manylinux1_x86_64.whl#sha256=0">x</a>')
     env = dict(os.environ, PIP_CONFIG_FILE=os.devnull, PIP_INDEX_URL=(tmp_path / "simple").as_uri(),
                PIP_FIND_LINKS="", PIP_EXTRA_INDEX_URL="")
-    code = ("import sys; from frameval import versions; "
-            "print(repr(versions.check_pin('paddle', sys.argv[1])))")
+    code = ("import sys; from frameval.envs.index import check_pin; "
+            "print(repr(check_pin('paddle', sys.argv[1])))")
     got = {v: subprocess.run([sys.executable, "-c", code, v], capture_output=True, text=True, env=env, cwd=REPO,
                              timeout=120).stdout.strip() for v in ("3.3.0", "3.2.0")}
     assert "paddlepaddle 3.3.0 is not in the package index" in got["3.3.0"] and "it has 3.2.0" in got["3.3.0"]

@@ -43,7 +43,8 @@ def main(argv) -> int:
     from ..bootstrap import ensure_runner
     ensure_runner(["lab", *argv], backend=args.env_backend)
     from .. import data, envs
-    fws = [versions.key(fw, pin) for fw, pin in entries]
+    from ..envs.spec import key, split_key
+    fws = [key(fw, pin) for fw, pin in entries]
     data.prepare_all()
     def done(fw, env, secs):  # a failed one is reported; the other kernels are still useful
         if not isinstance(env, envs.Env):
@@ -51,7 +52,7 @@ def main(argv) -> int:
         else:
             if env.built_now:
                 print(f"frameval: environment {fw} built in {secs:.1f} s", flush=True)
-            if versions.split_key(fw)[1]:  # the notebooks name the bare kernel: the pinned one is picked by hand
+            if split_key(fw)[1]:  # the notebooks name the bare kernel: the pinned one is picked by hand
                 print(f"frameval: {fw}: pick the kernel \"{env.kernel}\" (Kernel > Change Kernel); its hand runs go "
                       f"to runs/{fw}/, beside the other version's", flush=True)
     envs.ensure_frameworks(fws, "cpu", args.env_backend, echo=lambda m: print(f"frameval: {m}", flush=True),

@@ -2,7 +2,7 @@
 installer downloaded, the installed size, the Python versions and numpy the
 framework's wheel allows, and the installer's warnings and errors.
 
-`measure` runs right after a build (envs.ensure_env) and its figures go into
+`measure` runs right after a build (build.ensure_env) and its figures go into
 the environment's ready marker as `install`. For an environment built before
 this existed, `measure(..., at_build=False)` reads what it can from the
 environment itself and its build log; a figure that was not recorded is None
