@@ -17,8 +17,6 @@ cache is not asked about.
 """
 from __future__ import annotations
 
-import json
-import os
 import re
 
 from .envs.backends import choose_backend
@@ -28,7 +26,6 @@ from .envs.spec import PinError, framework_spec, key, own_spec, pin_line
 
 PIN = re.compile(r"^([A-Za-z][A-Za-z0-9_.-]*)\s*==\s*([0-9][0-9A-Za-z.+!_-]*)$")
 OPERATORS = ("=", "<", ">", "~", "!", "@", " ")
-CHECKED_VAR = "FRAMEVAL_PINS_CHECKED"  # pins checked before the re-exec into the runner env
 
 
 def parse_entry(raw: str) -> tuple:
@@ -60,17 +57,12 @@ def normalise(framework: str, version: str, device: str = "cpu") -> str:
 
 def check_pins(pins, device: str = "cpu", backend: str = "auto") -> str:
     """The first problem with the planned pins [(framework, version)], or "".
-    Pins whose environment is already built, or checked by this invocation
-    before it re-executed in the runner env, are not asked about again."""
-    done = set(json.loads(os.environ.get(CHECKED_VAR) or "[]"))
+    Pins whose environment is already built are not asked about. Each
+    command checks once, before it re-executes in the runner env."""
     for fw, version in dict.fromkeys(pins):
-        if not version or key(fw, version) in done:
-            continue
-        if env_for(framework_spec(key(fw, version), device), choose_backend(backend)).ready:
+        if not version or env_for(framework_spec(key(fw, version), device), choose_backend(backend)).ready:
             continue
         why = check_pin(fw, version, device)
         if why:
             return why
-        done.add(key(fw, version))
-    os.environ[CHECKED_VAR] = json.dumps(sorted(done))
     return ""

@@ -27,7 +27,13 @@ def parser():
     return p
 
 
+# The re-executed lab gets this first: its options were checked before the re-exec.
+CHECKED = "--checked"
+
+
 def main(argv) -> int:
+    if argv[:1] == [CHECKED]:
+        return serve(parser().parse_args(argv[1:]))
     args = parser().parse_args(argv)
     try:
         entries = framework_entries(args.frameworks)  # names, aliases, all, and FRAMEWORK==VERSION pins
@@ -41,10 +47,15 @@ def main(argv) -> int:
     if why:  # a pin the package index lacks: one line, before anything is built
         fail(why)
     from ..bootstrap import ensure_runner
-    ensure_runner(["lab", *argv], backend=args.env_backend)
+    ensure_runner(["lab", CHECKED, *argv], backend=args.env_backend)
+    return serve(args)
+
+
+def serve(args) -> int:
+    """Inside the runner env: environments, kernels and data, then JupyterLab."""
     from .. import data, envs
     from ..envs.spec import key, split_key
-    fws = [key(fw, pin) for fw, pin in entries]
+    fws = [key(fw, pin) for fw, pin in framework_entries(args.frameworks)]
     data.prepare_all()
     def done(fw, env, secs):  # a failed one is reported; the other kernels are still useful
         if not isinstance(env, envs.Env):
