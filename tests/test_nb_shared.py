@@ -72,3 +72,47 @@ def test_save_grid_writes_pngs_the_result_lists(tmp_path, capsys):
     out = capsys.readouterr().out.splitlines()
     assert out[0] == str(tmp_path / files.RESULT) and "first_epoch_s=" in out[1]
     assert json.loads((tmp_path / files.RESULT).read_text())["grids"] == rec.result["grids"]
+
+
+def _recorder(tmp_path, epochs):
+    return nb.Recorder("torch", "dcgan", {"epochs": epochs, "mode": "graph", "device": "cpu"}, out_dir=str(tmp_path),
+                       chdir=False)
+
+
+def test_timing_windows_reach_five_steady_ones(tmp_path):
+    """Whole epochs where five or more are steady; else windows of steps, with
+    a sync at each window's edge only, and the remainder joined to the last."""
+    import time
+    rec = _recorder(tmp_path, epochs=3)
+    synced = []
+    rec.sync = lambda: synced.append(1)
+    assert rec.window_steps(10) == 3 and rec.window_steps(2) == 1
+    assert _recorder(tmp_path, epochs=6).window_steps(10) == 10
+    for epoch in range(3):
+        with rec.epoch(samples=10 * 4) as ep:
+            for idx in ep.timed(nb.batches(40, 4, 0, epoch)):
+                time.sleep(0.002 if (epoch, idx[0]) != (2, 0) else 0.0)
+    rec.write()
+    r = json.loads((tmp_path / files.RESULT).read_text())
+    t = r["timing"]
+    assert t["window"] == "steps" and [w["steps"] for w in t["windows"] if w["epoch"] == 2] == [3, 3, 4]
+    assert t["steady_windows"] == 6 and all(w["samples"] == 4 * w["steps"] for w in t["windows"])
+    rates = sorted(w["samples"] / w["seconds"] for w in t["windows"] if w["epoch"] > 1)
+    assert r["samples_per_s"] == pytest.approx((rates[2] + rates[3]) / 2, rel=1e-4)  # seconds stored to 1 us
+    assert len(synced) >= 9  # three window edges an epoch, plus the epoch clock's own
+    m = r["machine"]
+    assert m["cores"] >= 1 and len(m["load_before"]) == 3 and len(m["load_after"]) == 3
+    assert m["steal_fraction"] is not None and 0 <= m["steal_fraction"] < 1
+
+
+def test_an_outlier_window_is_counted_not_dropped(tmp_path):
+    import time
+    rec = _recorder(tmp_path, epochs=7)
+    for epoch in range(7):
+        with rec.epoch(samples=8) as ep:
+            for _ in ep.timed(nb.batches(8, 4, 0, epoch)):
+                time.sleep(0.08 if epoch == 4 else 0.005)
+    rec.write()
+    t = json.loads((tmp_path / files.RESULT).read_text())["timing"]
+    assert t["window"] == "epoch" and t["steady_windows"] == 6 and t["outlier_windows"] == 1
+    assert len(t["windows"]) == 7

@@ -163,3 +163,41 @@ def nvml_probe(device: str) -> DeviceMemoryProbe:
         return NvmlProbe(pynvml, int(os.environ.get("FRAMEVAL_GPU_INDEX", "0")))
     except Exception:
         return DeviceMemoryProbe()
+
+
+# ------------------------------------------------------------------ the machine's state
+def loadavg() -> list | None:
+    """The 1, 5 and 15 minute load averages, or None where the OS has none."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except (AttributeError, OSError):
+        return None
+
+
+def cpu_times() -> dict | None:
+    """The machine's CPU time so far from /proc/stat (seconds): total and steal
+    (time a hypervisor gave this VM's CPUs to another guest); None where unreadable."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+    except OSError:
+        return None
+    if not fields or fields[0] != "cpu":
+        return None
+    ticks = [int(x) for x in fields[1:]]
+    hz = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    steal = ticks[7] if len(ticks) > 7 else 0
+    # guest and guest_nice (fields 9, 10) are already counted in user and nice
+    return {"total_s": sum(ticks[:8]) / hz, "steal_s": steal / hz}
+
+
+def machine_state(before: dict, after_load: list | None, after_cpu: dict | None) -> dict:
+    """The load average before and after a run, and the CPU steal over it."""
+    out = {"cores": os.cpu_count(), "load_before": before.get("load"), "load_after": after_load,
+           "steal_s": None, "steal_fraction": None}
+    b = before.get("cpu")
+    if b and after_cpu and after_cpu["total_s"] > b["total_s"]:
+        steal = after_cpu["steal_s"] - b["steal_s"]
+        out["steal_s"] = round(steal, 2)
+        out["steal_fraction"] = round(steal / (after_cpu["total_s"] - b["total_s"]), 4)
+    return out

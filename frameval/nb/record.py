@@ -24,7 +24,7 @@ from .. import files
 from . import measure
 from .paths import hand_run_framework, hand_runs_dir
 
-SCHEMA = 2
+SCHEMA = 3  # 3: timing windows ("timing") and the machine's state over the run ("machine")
 RESULT, PARTIAL = files.RESULT, files.PARTIAL
 # The run's own working folder: framework caches (inductor, Keras, Triton) and
 # compile dumps. The runner empties it before each execution, so that every run
@@ -159,12 +159,26 @@ def write_hand_plan(root) -> Path:
     return files.atomic_write_json(root / HAND_PLAN, plan)
 
 
+# Every speed figure rests on at least this many steady timing windows.
+MIN_WINDOWS = 5
+# A steady window this many times slower per sample than the median is an outlier (counted, never dropped).
+OUTLIER_FACTOR = 3.0
+
+
 class Epoch(dict):
     """One epoch's record: `seconds` (training only) plus the workload's metrics."""
 
     def update(self, **metrics):  # noqa: D401 - dict.update with cleaning
         super().update({k: _clean(v) for k, v in metrics.items()})
         return self
+
+    def timed(self, batches):
+        """`for idx in ep.timed(nb.batches(...))`: the epoch's batches, timed in
+        windows of consecutive steps where the run has too few steady epochs to
+        give MIN_WINDOWS windows of a whole epoch each. The device is synchronised
+        at a window's edges only, so asynchronous frameworks run undisturbed
+        inside it; where whole epochs suffice, nothing is added to the loop."""
+        return self._timer.windows(batches)
 
 
 class _EpochTimer:
@@ -173,6 +187,7 @@ class _EpochTimer:
 
     def __enter__(self):
         self.ep = Epoch(epoch=len(self.rec.epochs) + 1)
+        self.ep._timer = self
         if self.samples is not None:
             self.ep["samples"] = int(self.samples)
         if not self.rec.epochs:
@@ -188,6 +203,30 @@ class _EpochTimer:
             self.rec.write_partial()
             _inject_fault(self.rec)
         return False
+
+
+    def windows(self, batches):
+        items = list(batches)
+        self.ep["steps"] = len(items)
+        k = self.rec.window_steps(len(items))
+        if k >= len(items):  # one window: the epoch itself, on the epoch's own clock
+            yield from items
+            return
+        sync = self.rec.sync or (lambda: None)
+        start, t0 = 0, time.perf_counter()
+        for j, item in enumerate(items):
+            if j > start and j - start >= k and len(items) - j >= k:  # the remainder joins the last window
+                t0 = self._close_window(items, start, j, t0, sync)
+                start = j
+            yield item
+        self._close_window(items, start, len(items), t0, sync)
+
+    def _close_window(self, items, start, stop, t0, sync) -> float:
+        sync()
+        now = time.perf_counter()
+        self.rec.windows.append({"epoch": self.ep["epoch"], "steps": stop - start,
+                                 "samples": int(sum(len(x) for x in items[start:stop])), "seconds": now - t0})
+        return now
 
 
 def _inject_fault(rec):
@@ -234,6 +273,8 @@ class Recorder:
         if self.hand_run:
             self.result["hand_run"] = {k: v for k, v in self.hand_run.items() if k != "dir"}
         self.epochs = self.result["epochs"]
+        self.windows: list = []  # step windows (ep.timed); whole epochs are windows where they suffice
+        self._machine_before = {"load": measure.loadavg(), "cpu": measure.cpu_times()}
         self.sync = None
         self._reset_device = None
         self._peak_device = None
@@ -379,6 +420,16 @@ class Recorder:
                 self.note(f"device peak reset failed: {type(e).__name__}: {e}")
         self._nvml.start()
 
+    def window_steps(self, steps: int) -> int:
+        """Steps per timing window in an epoch of `steps` steps: the whole epoch
+        where the steady epochs (all but the first) number MIN_WINDOWS or more,
+        else enough windows per epoch to reach MIN_WINDOWS."""
+        steady = int(self.params.get("epochs") or 1) - 1
+        if steady >= MIN_WINDOWS:
+            return steps
+        per_epoch = -(-MIN_WINDOWS // max(steady, 1))
+        return max(1, steps // per_epoch)
+
     # ---------------------------------------------------------------- output
     def _summarise(self):
         secs = [e["seconds"] for e in self.epochs if isinstance(e.get("seconds"), float)]
@@ -389,14 +440,13 @@ class Recorder:
             if steady:
                 r["steady_epoch_s"] = statistics.median(steady)
                 r["steady_min_s"], r["steady_max_s"] = min(steady), max(steady)
-                samples = [e.get("samples") for e in self.epochs[1:] if e.get("samples")]
-                if samples:
-                    r["samples_per_s"] = statistics.median(samples) / r["steady_epoch_s"]
             else:
                 msg = "one epoch only: the first epoch (with warm-up) is all that was measured"
                 if msg not in r["notes"]:
                     r["notes"].append(msg)
+        self._summarise_timing()
         self._summarise_memory()
+        r["machine"] = measure.machine_state(self._machine_before, measure.loadavg(), measure.cpu_times())
         if self._peak_device:
             try:
                 v = self._peak_device()
@@ -406,6 +456,21 @@ class Recorder:
         r["peak_device_driver_mb"] = self._nvml.stop() if self.device == "gpu" else None
         if self.device != "gpu":
             r["peak_device_mb"] = None  # zero from a CPU build is not a measurement
+
+    def _summarise_timing(self):
+        """The steady timing windows (step windows, or else the epochs after the
+        first), their median rate as samples_per_s, and the outliers among them."""
+        wins = self.windows or [{"epoch": e["epoch"], "steps": e.get("steps"), "samples": e.get("samples"),
+                                 "seconds": e["seconds"]} for e in self.epochs if isinstance(e.get("seconds"), float)]
+        steady = [w for w in wins if w["epoch"] > 1 and w.get("samples") and w["seconds"] > 0]
+        rates = [w["samples"] / w["seconds"] for w in steady]
+        median = statistics.median(rates) if rates else None
+        self.result["timing"] = {
+            "window": "steps" if self.windows else "epoch", "min_windows": MIN_WINDOWS,
+            "windows": [dict(w, seconds=round(w["seconds"], 6)) for w in wins],
+            "steady_windows": len(steady),
+            "outlier_windows": sum(rate * OUTLIER_FACTOR < median for rate in rates) if rates else 0}
+        self.result["samples_per_s"] = median
 
     def write_partial(self):
         self._summarise_light()
