@@ -33,6 +33,9 @@ RULES = {
 ALLOWED = {"dataset": ("embedded", "full"), "series": ("co2",), "hidden": (32,)}
 
 
+MAX_REPEATS = 100
+
+
 class PlanError(ValueError):
     """Bad input: the message is one line that names the problem."""
 
@@ -144,8 +147,8 @@ def build_plan(frameworks: str = "all", workloads: str = "all", mode: str = "gra
         raise PlanError(f"unknown device {device!r}; choose from {', '.join(DEVICES)}")
     if profile not in PROFILES:
         raise PlanError(f"unknown profile {profile!r}; choose from {', '.join(PROFILES)}")
-    if repeats < 1:
-        raise PlanError(f"--repeats {repeats}: must be 1 or more")
+    if not 1 <= repeats <= MAX_REPEATS:  # each repeat is a fresh kernel: thousands would run for days
+        raise PlanError(f"--repeats {repeats}: must be 1 to {MAX_REPEATS}")
     ov = parse_overrides(overrides) if not isinstance(overrides, dict) else overrides
     cells = {}
     for fw in fws:
