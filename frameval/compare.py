@@ -22,7 +22,7 @@ import math
 import statistics
 
 from .report import fmt
-from .report.check import SECTIONS
+from .result import CHECK_SECTIONS_READ
 from .report.model import cell, d_, final, header
 
 P_THRESHOLD = 0.002  # asv's p threshold (asv/_stats.py is_different)
@@ -124,7 +124,7 @@ def check_change(ra, rb) -> dict:
         return {"different": None, "worst": None}
     tol = {**d_(ca.get("tolerances")), **d_(cb.get("tolerances"))}
     worst, over = None, []
-    for section in SECTIONS:
+    for section in CHECK_SECTIONS_READ:
         t = fmt.num(tol.get(section))
         ea, eb = d_(ca.get(section)), d_(cb.get(section))
         for name in set(ea) & set(eb):

@@ -3,11 +3,10 @@ float64 reference (`result.json["check"]`): forward, losses, gradients, one
 step, the update after k Adam steps, BatchNorm running statistics."""
 from __future__ import annotations
 
+from ..result import CHECK_SECTIONS_READ
 from . import fmt
 from .model import cell, d_, header, l_
 from .spec import MODES, WORKLOADS, framework_name, order_key
-
-SECTIONS = ("forward", "losses", "grads", "step", "update", "running")
 
 
 def _sci(v) -> str:
@@ -20,7 +19,7 @@ def check_failures(chk) -> list:
     chk = d_(chk)
     tol = d_(chk.get("tolerances"))
     out = []
-    for section in SECTIONS:
+    for section in CHECK_SECTIONS_READ:
         t = fmt.num(tol.get(section))
         for name, err in d_(chk.get(section)).items():
             e = fmt.num(err)
@@ -115,13 +114,13 @@ def check_detail_table(rows, S):
     if not crows:
         return None
     heads = ([header(S("col_run")), header(S("col_workload"))]
-             + [header(S("chk_" + s), True, S("tip_chk_" + s)) for s in SECTIONS]
+             + [header(S("chk_" + s), True, S("tip_chk_" + s)) for s in CHECK_SECTIONS_READ]
              + [header(S("col_chk_steps"), True), header(S("col_chk_batch"), True), header(S("col_verdict"))])
     body = []
     for w in crows:
         chk = w["r"]["check"]
         line = [cell(w["label"], w["id"]), cell(S("wl_" + w["workload"]) if ("wl_" + w["workload"]) in S.raw else w["workload"])]
-        line += [_section_cell(chk, s) for s in SECTIONS]
+        line += [_section_cell(chk, s) for s in CHECK_SECTIONS_READ]
         for k in ("steps", "batch_size"):
             v = chk.get(k)
             line.append(cell(fmt.integer(v) if v is not None else fmt.NA, fmt.num(v), "na" if v is None else ""))
