@@ -89,7 +89,7 @@ def _rows(folder, S) -> dict:
 
 def compare_folders(a, b, threshold=0.10, lang="en") -> dict:
     """{"markdown": the verdict table and notes, "data": the same as numbers}."""
-    from .compare import comparison_table, notes
+    from .report.comparison import comparison_table, notes
     from .report.i18n import Strings
     from .report.spec import framework_name
     S = Strings(lang)

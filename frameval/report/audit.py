@@ -6,7 +6,8 @@ mode compiled."""
 from __future__ import annotations
 
 from . import fmt
-from .model import cell, d_, header, l_
+from .cells import cell, header
+from .model import d_, l_
 from .spec import PARAM_COUNTS, SPEC_SETTINGS, audit_count, match_counts
 from .tables import SCOPE_PARTS, scope_text
 

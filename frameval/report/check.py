@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from ..result import CHECK_SECTIONS_READ
 from . import fmt
-from .model import cell, d_, header, l_
+from .cells import cell, header
+from .model import d_, l_
 from .spec import MODES, WORKLOADS, framework_name, order_key
 
 

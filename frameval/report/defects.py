@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from .. import defects as dfx
 from . import fmt
-from .model import cell, d_, header, l_
+from .cells import cell, header
+from .model import d_, l_
 from .spec import framework_name, order_key
 
 SUBSTITUTE_MARK = "†"

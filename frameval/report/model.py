@@ -1,12 +1,7 @@
 """From result files to rows: one per run (repeats folded in), labelled so that
-two rows never read alike. Tables are in `tables`, the audit in `audit`, the
-numerical check in `check`, the findings in `findings`. Everything here is
-data; the templates only lay it out.
-
-A table is {"id", "headers": [{"t", "num"}], "rows": [[cell, ...]], "sortable",
-"row_ids"}; a cell is {"t": text, "v": raw value for sorting/tests, "cls": css
-class, "title": tooltip, "md": Markdown text when it differs}. Classes: "flag"
-(red: a mismatch, a failure), "warn" (amber), "ok", "na", "best", "decl".
+two rows never read alike. Tables are in `tables` (their cells: `cells`), the
+audit in `audit`, the numerical check in `check`, the findings in `findings`.
+Everything here is data; the templates only lay it out.
 
 Results come from several versions of the notebooks: any field may be missing
 or of another type. Missing is "not available" (n/a), never 0.
@@ -28,17 +23,6 @@ NOISY_SPREAD = 0.10
 COMPLETED = ("ok", "check_failed")   # the run finished and measured; check_failed: its numerical check failed
 VARIANT_SKIP = {"out_dir", "mode", "device", "check"}
 VARIANT_KEYS_SHOWN = 4
-
-
-def cell(t, v=None, cls="", title="", md=None):
-    c = {"t": "" if t is None else str(t), "v": v, "cls": cls, "title": title or ""}
-    if md is not None:
-        c["md"] = md
-    return c
-
-
-def header(t, num=False, title=""):
-    return {"t": t, "num": num, "title": title}
 
 
 def d_(v) -> dict:

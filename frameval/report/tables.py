@@ -9,7 +9,8 @@ from pathlib import Path
 from . import fmt
 from .check import check_summary
 from .defects import mark_substitute
-from .model import cell, d_, fastest_by_device, final, header, l_, speed_ratio
+from .cells import cell, header
+from .model import d_, fastest_by_device, final, l_, speed_ratio
 from .spec import audit_count, framework_name, match_counts
 
 TRACEBACK_LINES = 15

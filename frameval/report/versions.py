@@ -1,11 +1,13 @@
 """Two or more versions of one framework in one report: each row is named by
 its version ("PaddlePaddle 3.2.2", "PaddlePaddle 3.3.1") in every table, and
 the "Version comparison" section compares each later version with the
-earliest, per workload and mode (the verdict rules are in frameval/compare.py)."""
+earliest, per workload and mode (the verdict rules are in frameval/stats.py, the
+table in report/comparison.py)."""
 from __future__ import annotations
 
 import re
 
+from .comparison import comparison_table, notes
 from .spec import MODES, WORKLOADS, framework_name, order_key
 
 
@@ -60,7 +62,6 @@ def version_lines(rows) -> list:
 
 def version_section(rows, S, threshold=0.10):
     """The "Version comparison" section, or None where no framework ran in two versions."""
-    from ..compare import comparison_table, notes
     lines = version_lines(rows)
     if not lines:
         return None
