@@ -17,7 +17,8 @@ from pathlib import Path
 from ..files import OUTPUT_NB, PLAN, RUNS
 from . import fmt
 from .spec import MODES, WORKLOADS, framework_name, order_key
-from .versions import name_versions, version_key
+from ..versionkey import version_key
+from .versions import name_versions
 
 NOISY_SPREAD = 0.10
 COMPLETED = ("ok", "check_failed")   # the run finished and measured; check_failed: its numerical check failed

@@ -5,14 +5,9 @@ earliest, per workload and mode (the verdict rules are in frameval/stats.py, the
 table in report/comparison.py)."""
 from __future__ import annotations
 
-import re
-
+from ..versionkey import version_key
 from .comparison import comparison_table, notes
 from .spec import MODES, WORKLOADS, framework_name, order_key
-
-
-def version_key(v: str) -> list:
-    return [(0, int(x), "") if x.isdigit() else (1, 0, x) for x in re.split(r"[.+-]", str(v))]
 
 
 def multi_version(rows) -> set:
