@@ -3,9 +3,11 @@ backs it. Speed is ranked by samples/s (never by seconds per epoch: runs may
 train different sample counts)."""
 from __future__ import annotations
 
+from ..catalog import WORKLOAD_BY_KEY, final_value
 from . import fmt
 from .media import dev_suffix, wl_name
-from .model import fastest_by_device, final, speed_ratio
+from .model import fastest_by_device, speed_ratio
+from .tables import QUALITY_FORMAT
 
 
 def speed_findings(wl, wrows, S) -> list:
@@ -56,14 +58,14 @@ def quality_finding(wl, wrows, S):
     ok = [w for w in wrows if w["ok"]]
     name = wl_name(S, wl)
     if wl in ("lenet", "lstm"):
-        key = "test_acc" if wl == "lenet" else "val_r2"
-        vals = [x for x in ((w, fmt.num(final(w["r"], key))) for w in ok) if x[1] is not None]
+        workload = WORKLOAD_BY_KEY[wl]
+        vals = [x for x in ((w, fmt.num(workload.final(w["r"]))) for w in ok) if x[1] is not None]
         if not vals:
             return None
-        show = fmt.percent if wl == "lenet" else (lambda v: fmt.fixed(v, 4))
+        show = QUALITY_FORMAT[workload.quality.key]
         best, worst = _extremes(vals)
         if best[1] == worst[1]:
-            return S("finding_quality_same", workload=name, metric=S("col_test_acc" if wl == "lenet" else "col_val_r2"),
+            return S("finding_quality_same", workload=name, metric=S(workload.quality.label),
                      value=show(best[1]), n=len(vals))
         if wl == "lenet":
             return S("finding_lenet_acc", workload=name, run=best[0]["label"], acc=show(best[1]),
@@ -71,7 +73,7 @@ def quality_finding(wl, wrows, S):
         return S("finding_lstm_r2", workload=name, run=best[0]["label"], r2=show(best[1]),
                  rmse=fmt.sig(best[0]["r"].get("val_rmse")), run2=worst[0]["label"], r2b=show(worst[1]))
     if wl == "dcgan":
-        vals = [(w, fmt.num(final(w["r"], "gen_loss")), fmt.num(final(w["r"], "disc_loss"))) for w in ok]
+        vals = [(w, fmt.num(final_value(w["r"], "gen_loss")), fmt.num(final_value(w["r"], "disc_loss"))) for w in ok]
         vals = [x for x in vals if x[1] is not None]
         if vals:
             return S("finding_dcgan", workload=name, items=S.join(f"{w['label']} {fmt.sig(g, 3)}/{fmt.sig(d, 3)}"

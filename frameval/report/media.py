@@ -6,15 +6,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..catalog import WORKLOAD_BY_KEY
 from . import charts as ch
 from . import fmt
-from .model import fastest_by_device, final, l_, d_, speed_ratio
+from .model import fastest_by_device, l_, d_, speed_ratio
 
 METRICS = {"lenet": [("train_loss", "axis_loss"), ("test_loss", "axis_loss"), ("test_acc", "axis_accuracy")],
            "dcgan": [("gen_loss", "axis_loss"), ("disc_loss", "axis_loss")],
            "lstm": [("train_mse", "axis_mse"), ("val_mse", "axis_mse")]}
-QUALITY = {"lenet": ("test_acc", "axis_accuracy", True), "lstm": ("val_r2", "axis_r2", True),
-           "dcgan": ("gen_loss", "axis_final_gen_loss", None)}
 
 
 def wl_name(S, wl):
@@ -129,16 +128,19 @@ def _memory_panels(rows, wls, S):
 
 
 def _quality_panels(rows, wls, S):
+    """Per workload, each run's quality figure (the catalog's), the best marked
+    where the figure has a better direction."""
     panels = []
     for wl in wls:
-        key, lab, hib = QUALITY.get(wl, (None, None, None))
-        if not key:
+        workload = WORKLOAD_BY_KEY.get(wl)
+        if workload is None:
             continue
-        vals = [(w, fmt.num(final(w["r"], key))) for w in rows if w["workload"] == wl and w["ok"]]
+        hib = workload.quality.higher_is_better
+        vals = [(w, fmt.num(workload.final(w["r"]))) for w in rows if w["workload"] == wl and w["ok"]]
         vals = [x for x in vals if x[1] is not None]
         if vals:
-            b = max(v for _, v in vals) if hib else None
-            panels.append((wl_name(S, wl), S(lab), [(w["label"], v, w["fw"], v == b) for w, v in vals]))
+            b = None if hib is None else (max if hib else min)(v for _, v in vals)
+            panels.append((wl_name(S, wl), S(workload.quality.axis), [(w["label"], v, w["fw"], v == b) for w, v in vals]))
     return panels
 
 

@@ -119,18 +119,6 @@ class Row(dict):
     """One framework x workload x mode x device (x machine) run, repeats folded in."""
 
 
-def _last_epoch(r, key):
-    for e in reversed(l_(r.get("epochs"))):
-        if isinstance(e, dict) and key in e:
-            return e.get(key)
-    return None
-
-
-def final(r, key):
-    v = r.get(key)
-    return v if v is not None else _last_epoch(r, key)
-
-
 def _group(runs) -> list:
     groups: dict = {}
     for r in runs:

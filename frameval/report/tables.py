@@ -6,11 +6,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ..catalog import WORKLOAD_BY_KEY, final_value
 from . import fmt
+from .cells import cell, header
 from .check import check_summary
 from .defects import mark_substitute
-from .cells import cell, header
-from .model import d_, fastest_by_device, final, l_, speed_ratio
+from .model import d_, fastest_by_device, speed_ratio
 from .spec import audit_count, framework_name, match_counts
 
 TRACEBACK_LINES = 15
@@ -22,28 +23,32 @@ MEMORY_KEYS = (("after_import_mb", "col_mem_import"), ("after_data_mb", "col_mem
 
 
 # ------------------------------------------------------------------ workload table
+def _sig4(v):
+    return fmt.sig(v, 4)
+
+
+# How the tables and the findings write a workload's quality figure (catalog.Quality.key).
+QUALITY_FORMAT = {"test_acc": fmt.percent, "val_r2": lambda v: fmt.fixed(v, 4), "gen_loss": _sig4}
+# The figures a workload's table shows after its quality figure: (i18n label,
+# result key, formatter, higher is better: True, False or None for neither).
+MORE_FIGURES = {
+    "lenet": (("col_test_loss", "test_loss", _sig4, False),),
+    "dcgan": (("col_disc_loss", "disc_loss", _sig4, None),),
+    "lstm": (("col_val_rmse", "val_rmse", lambda v: fmt.sig(v, 3), False), ("col_predict_ms", "predict_ms", fmt.millis, False),
+             ("col_model_size", "model_bytes", fmt.kib, False), ("col_load_ms", "load_ms", fmt.millis, False)),
+}
+
+
 def quality_columns(workload, S):
-    """[(header, getter(result) -> value, formatter, higher_is_better or None)]"""
-    if workload == "lenet":
-        return [(S("col_test_acc"), lambda r: final(r, "test_acc"), fmt.percent, True),
-                (S("col_test_loss"), lambda r: final(r, "test_loss"), lambda v: fmt.sig(v, 4), False)]
-    if workload == "dcgan":
-        return [(S("col_gen_loss"), lambda r: final_epoch(r, "gen_loss"), lambda v: fmt.sig(v, 4), None),
-                (S("col_disc_loss"), lambda r: final_epoch(r, "disc_loss"), lambda v: fmt.sig(v, 4), None)]
-    if workload == "lstm":
-        return [(S("col_val_r2"), lambda r: r.get("val_r2"), lambda v: fmt.fixed(v, 4), True),
-                (S("col_val_rmse"), lambda r: r.get("val_rmse"), lambda v: fmt.sig(v, 3), False),
-                (S("col_predict_ms"), lambda r: r.get("predict_ms"), fmt.millis, False),
-                (S("col_model_size"), lambda r: r.get("model_bytes"), fmt.kib, False),
-                (S("col_load_ms"), lambda r: r.get("load_ms"), fmt.millis, False)]
-    return []
-
-
-def final_epoch(r, key):
-    for e in reversed(l_(r.get("epochs"))):
-        if isinstance(e, dict) and key in e:
-            return e.get(key)
-    return None
+    """[(header, getter(result) -> value, formatter, higher_is_better or None)]:
+    the workload's quality figure (the catalog's), then the figures beside it."""
+    wl = WORKLOAD_BY_KEY.get(workload)
+    if wl is None:
+        return []
+    q = wl.quality
+    cols = [(S(q.label), wl.final, QUALITY_FORMAT.get(q.key, fmt.sig), q.higher_is_better)]
+    return cols + [(S(label), lambda r, key=key: final_value(r, key), f, hib)
+                   for label, key, f, hib in MORE_FIGURES.get(workload, ())]
 
 
 def _columns(rows, multi_host):
