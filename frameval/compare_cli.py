@@ -74,9 +74,9 @@ def main(argv) -> int:
 # ------------------------------------------------------------------ runner side
 def _rows(folder, S) -> dict:
     """{run folder relative to runs/: row} of one output folder, repeats folded in."""
-    from .report.model import load_repeats, make_rows
+    from .report.model import make_rows
     from .results import load_runs
-    runs = load_runs(folder) + load_repeats([folder])
+    runs = load_runs(folder, repeats=True)
     out = {}
     for w in make_rows(runs, S):
         try:

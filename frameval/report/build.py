@@ -22,7 +22,7 @@ from .findings import findings
 from .guard import Problems, ReportError, one_line
 from .i18n import LANGS, TEMPLATES, Strings
 from .media import summary_charts, wl_name, workload_media
-from .model import _host, l_, load_repeats, load_sources, make_rows
+from .model import _host, l_, load_sources, make_rows
 from .render import notes_html, notes_markdown, render_all
 from .spec import WORKLOADS, framework_name, order_key
 from .versions import version_section
@@ -84,7 +84,7 @@ def _write(path: Path, text: str):
 # ------------------------------------------------------------------ the parts
 def _load(a, S):
     """Runs, rows and what the report warns about."""
-    runs = load_runs(*a["sources"]) + load_repeats(a["sources"])
+    runs = load_runs(*a["sources"], repeats=True)
     plans, envs = load_sources(a["sources"])
     warnings = []
     if not a["sources"] or not runs:

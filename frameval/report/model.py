@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import statistics
 from pathlib import Path
 
-from ..files import OUTPUT_NB, PLAN, RUNS
+from ..files import PLAN, RUNS
+from ..results import is_repeat_dir
 from . import fmt
 from .spec import MODES, WORKLOADS, framework_name, order_key
 from ..versionkey import version_key
@@ -78,30 +78,9 @@ def load_sources(sources):
     return plans, envs
 
 
-def load_repeats(sources) -> list:
-    """The repeat runs r2/, r3/ ... (results.load_runs reads only the first), so
-    that a repeat that failed shows in the report."""
-    from ..results import read_result
-    out = []
-    for src in sources:
-        for res in sorted((Path(src) / RUNS).glob("*/*/r*/result.json")):
-            if not _is_repeat_dir(str(res.parent)):
-                continue
-            r = read_result(res)
-            r.update(_dir=str(res.parent), _source=str(src))
-            nbp = res.parent / OUTPUT_NB
-            r["_notebook"] = str(nbp) if nbp.exists() else None
-            out.append(r)
-    return out
-
-
 def _host(r):
     h = d_(d_(r.get("environment")).get("machine")).get("hostname")
     return None if h is None or h == "" else str(h)
-
-
-def _is_repeat_dir(d: str) -> bool:
-    return bool(re.fullmatch(r"r\d+", Path(d).name))
 
 
 def run_id(r) -> str:
@@ -123,9 +102,9 @@ def _group(runs) -> list:
     groups: dict = {}
     for r in runs:
         d = str(r.get("_dir") or "")
-        base = str(Path(d).parent) if d and _is_repeat_dir(d) else d
+        base = str(Path(d).parent) if d and is_repeat_dir(d) else d
         g = groups.setdefault((str(r.get("_source")), base or id(r)), {"main": None, "extra": []})
-        if (d and _is_repeat_dir(d)) or g["main"] is not None:
+        if (d and is_repeat_dir(d)) or g["main"] is not None:
             g["extra"].append(r)
         else:
             g["main"] = r
