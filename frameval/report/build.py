@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..files import atomic_write
 from ..paths import REPO
+from ..result import Result
 from ..results import load_runs
 from . import charts as ch
 from .audit import audit_table
@@ -22,7 +23,7 @@ from .findings import findings
 from .guard import Problems, ReportError, one_line
 from .i18n import LANGS, TEMPLATES, Strings
 from .media import summary_charts, wl_name, workload_media
-from .model import _host, l_, load_sources, make_rows
+from .model import l_, load_sources, make_rows
 from .render import notes_html, notes_markdown, render_all
 from .spec import WORKLOADS, framework_name, order_key
 from .versions import version_section
@@ -84,14 +85,14 @@ def _write(path: Path, text: str):
 # ------------------------------------------------------------------ the parts
 def _load(a, S):
     """Runs, rows and what the report warns about."""
-    runs = load_runs(*a["sources"], repeats=True)
+    runs = [Result.from_dict(r) for r in load_runs(*a["sources"], repeats=True)]
     plans, envs = load_sources(a["sources"])
     warnings = []
     if not a["sources"] or not runs:
         warnings.append(S("warn_no_runs", sources=", ".join(a["sources"]) or "—"))
     if not plans:
         warnings.append(S("warn_no_plan"))
-    hosts = sorted({h for r in runs if (h := _host(r))})
+    hosts = sorted({r.host for r in runs if r.host})
     return {"runs": runs, "plans": plans, "envs": envs, "warnings": warnings, "hosts": hosts, "multi_host": len(hosts) > 1}
 
 

@@ -14,10 +14,11 @@ import statistics
 from pathlib import Path
 
 from ..files import PLAN, RUNS
+from ..result import Result
 from ..results import is_repeat_dir
+from ..versionkey import version_key
 from . import fmt
 from .spec import MODES, WORKLOADS, framework_name, order_key
-from ..versionkey import version_key
 from .versions import name_versions
 
 NOISY_SPREAD = 0.10
@@ -78,14 +79,9 @@ def load_sources(sources):
     return plans, envs
 
 
-def _host(r):
-    h = d_(d_(r.get("environment")).get("machine")).get("hostname")
-    return None if h is None or h == "" else str(h)
-
-
-def run_id(r) -> str:
+def run_id(r: Result) -> str:
     """`<source folder name>/<framework>/<run folder>`: names the run in the HTML (data-run)."""
-    d, src = Path(str(r.get("_dir") or "")), Path(str(r.get("_source") or ""))
+    d, src = Path(r.dir or ""), Path(r.source or "")
     try:
         rel = d.relative_to(src / RUNS).as_posix()
     except ValueError:
@@ -95,15 +91,24 @@ def run_id(r) -> str:
 
 # ------------------------------------------------------------------ rows
 class Row(dict):
-    """One framework x workload x mode x device (x machine) run, repeats folded in."""
+    """One framework x workload x mode x device (x machine) run, repeats folded
+    in: what the tables show, by key (w["samples_per_s"]: over the repeats), and
+    the run's own records as attributes: `w.result`, the first repeat's Result,
+    and `w.extra`, the other repeats' Results."""
+
+    def __init__(self, result: Result, extra=(), **shown):
+        super().__init__(**shown)
+        self.result, self.extra = result, list(extra)
+        # the result dicts, for the modules that still read them (going)
+        self["r"], self["extra"] = result.raw, [x.raw for x in self.extra]
 
 
 def _group(runs) -> list:
     groups: dict = {}
     for r in runs:
-        d = str(r.get("_dir") or "")
+        d = r.dir or ""
         base = str(Path(d).parent) if d and is_repeat_dir(d) else d
-        g = groups.setdefault((str(r.get("_source")), base or id(r)), {"main": None, "extra": []})
+        g = groups.setdefault((str(r.source), base or id(r)), {"main": None, "extra": []})
         if (d and is_repeat_dir(d)) or g["main"] is not None:
             g["extra"].append(r)
         else:
@@ -112,6 +117,8 @@ def _group(runs) -> list:
 
 
 def make_rows(runs, S, multi_host=False, problems=None) -> list:
+    """The rows of results (Result, or result dicts as results.load_runs reads them)."""
+    runs = [r if isinstance(r, Result) else Result.from_dict(r) for r in runs]
     rows = []
     for main, extra in _group(runs):
         if problems is None:
@@ -130,13 +137,12 @@ def make_rows(runs, S, multi_host=False, problems=None) -> list:
     return rows
 
 
-def broken_row(r, reason, S) -> Row:
+def broken_row(r: Result, reason, S) -> Row:
     """A run the report could not read: shown as failed, with the reason."""
-    r = r if isinstance(r, dict) else {}
-    raw = {k: r.get(k) for k in ("_dir", "_source", "_notebook")}
-    raw["error"] = {"type": "ReportError", "message": S("row_unreadable", reason=reason), "traceback": ""}
-    w = Row(r=raw, extra=[], fw=s_(r.get("framework")), version=None, workload=s_(r.get("workload")),
-            mode=s_(r.get("mode")), device=s_(r.get("device"), "cpu"), host=None, ok=False, check_failed=False,
+    error = {"type": "ReportError", "message": S("row_unreadable", reason=reason), "traceback": ""}
+    shown = Result.from_dict({"_dir": r.dir, "_source": r.source, "_notebook": r.notebook, "error": error})
+    w = Row(shown, [], fw=s_(r.framework), version=None, workload=s_(r.workload),
+            mode=s_(r.mode), device=s_(r.device, "cpu"), host=None, ok=False, check_failed=False,
             status="failed", reused=False, id=run_id(r), variant="", extra_failed=[], noisy=False, spread=None,
             steady=None, steady_lo=None, steady_hi=None, steady_kind="epochs", n_repeats=1, samples_per_s=None,
             sps_lo=None, sps_hi=None, first=None, params_total=None, compiled=None, graph_scope=None,
@@ -147,36 +153,35 @@ def broken_row(r, reason, S) -> Row:
     return w
 
 
-def _row(r, extra, S) -> Row:
-    fw = s_(r.get("framework"))
-    status = s_(r.get("status"), "unknown")
-    w = Row(r=r, extra=extra, fw=fw, fw_name=framework_name(fw), workload=s_(r.get("workload")),
-            version=None if r.get("framework_version") in (None, "") else str(r.get("framework_version")),
-            mode=s_(r.get("mode")), device=s_(r.get("device"), "cpu"), host=_host(r), status=status,
-            ok=status in COMPLETED, check_failed=status == "check_failed", reused=bool(r.get("reused")),
+def _row(r: Result, extra, S) -> Row:
+    fw = s_(r.framework)
+    status = s_(r.status, "unknown")
+    w = Row(r, extra, fw=fw, fw_name=framework_name(fw), workload=s_(r.workload), version=r.framework_version or None,
+            mode=s_(r.mode), device=s_(r.device, "cpu"), host=r.host, status=status,
+            ok=status in COMPLETED, check_failed=status == "check_failed", reused=r.reused,
             id=run_id(r), variant="")
     _timing(w, r, extra)
     for k in ("peak_rss_mb", "rss_after_import_mb", "peak_device_mb", "peak_device_driver_mb", "data_placement"):
-        w[k] = r.get(k)
-    w["memory"] = d_(r.get("memory"))
-    counts = d_(r.get("param_counts"))
-    nums = [fmt.num(v) for v in counts.values()]
-    w["params_total"] = int(sum(nums)) if counts and all(v is not None for v in nums) and math.isfinite(sum(nums)) else None
-    w["compiled"] = r.get("compiled")
-    w["graph_scope"] = r.get("graph_scope") if isinstance(r.get("graph_scope"), dict) else None
-    w["threads_effective"] = r.get("threads_effective") if isinstance(r.get("threads_effective"), dict) else None
+        w[k] = getattr(r, k)
+    w["memory"] = r.memory
+    nums = [fmt.num(v) for v in r.param_counts.values()]
+    complete = r.param_counts and all(v is not None for v in nums) and math.isfinite(sum(nums))
+    w["params_total"] = int(sum(nums)) if complete else None
+    w["compiled"] = r.compiled
+    w["graph_scope"] = r.graph_scope
+    w["threads_effective"] = r.threads_effective
     return w
 
 
-def _timing(w, r, extra):
+def _timing(w, r: Result, extra):
     """Steady time per epoch and samples/s; repeats fold into their median with min–max."""
-    rep_vals = [v for v in (fmt.num(x) for x in l_(r.get("repeats"))) if v is not None]
+    rep_vals = [v for v in (fmt.num(x) for x in r.repeats) if v is not None]
     if not rep_vals and extra:
-        rep_vals = [v for v in (fmt.num(x.get("steady_epoch_s")) for x in [r] + extra if x.get("status") == "ok")
+        rep_vals = [v for v in (fmt.num(x.steady_epoch_s) for x in [r] + extra if x.status == "ok")
                     if v is not None]
-    w["extra_failed"] = [x for x in extra if x.get("status") != "ok"]
-    steady, sps = fmt.num(r.get("steady_epoch_s")), fmt.num(r.get("samples_per_s"))
-    w["first"] = r.get("first_epoch_s")
+    w["extra_failed"] = [x.raw for x in extra if x.status != "ok"]  # result dicts, for the errors summary (going)
+    steady, sps = fmt.num(r.steady_epoch_s), fmt.num(r.samples_per_s)
+    w["first"] = r.first_epoch_s
     if len(rep_vals) > 1:
         med = statistics.median(rep_vals)
         w.update(steady=med, steady_lo=min(rep_vals), steady_hi=max(rep_vals), steady_kind="repeats",
@@ -184,7 +189,7 @@ def _timing(w, r, extra):
         scaled = div(sps * steady, med) if sps is not None and steady else None
         w["samples_per_s"] = scaled if scaled is not None else sps
     else:
-        w.update(steady=steady, steady_lo=fmt.num(r.get("steady_min_s")), steady_hi=fmt.num(r.get("steady_max_s")),
+        w.update(steady=steady, steady_lo=fmt.num(r.steady_min_s), steady_hi=fmt.num(r.steady_max_s),
                  steady_kind="epochs", n_repeats=1, spread=None, samples_per_s=sps)
     # samples/s in the slowest and the fastest steady epoch (or repeat): the whiskers
     sps, base = w["samples_per_s"], w["steady"]
@@ -209,13 +214,13 @@ def set_labels(w, multi_host):
 
 def _facts(w) -> dict:
     """What may tell two runs of the same framework and mode apart."""
-    r = w["r"]
-    out = {k: v for k, v in d_(r.get("params")).items() if k not in VARIANT_SKIP}
-    for k, v in d_(r.get("settings")).items():
+    r = w.result
+    out = {k: v for k, v in r.params.items() if k not in VARIANT_SKIP}
+    for k, v in r.settings.items():
         out.setdefault(k, v)
     out["version"] = w["version"]
-    out["n_train"] = d_(r.get("data")).get("n_train")
-    out["threads"] = r.get("threads")
+    out["n_train"] = r.data.get("n_train")
+    out["threads"] = r.threads
     return out
 
 
@@ -224,9 +229,9 @@ def _short(t: str, n: int = 40) -> str:
 
 
 def _source_names(g) -> dict:
-    names = {id(w): Path(str(w["r"].get("_source") or "")).name for w in g}
+    names = {id(w): Path(w.result.source or "").name for w in g}
     if len(set(names.values())) < len(g):
-        names = {id(w): str(w["r"].get("_source") or "") for w in g}
+        names = {id(w): w.result.source or "" for w in g}
     return names
 
 
