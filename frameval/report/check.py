@@ -81,7 +81,7 @@ def check_table(rows, S):
             if w is None:
                 line.append(cell("—", None, "na"))
                 continue
-            chk = w["r"].get("check")
+            chk = w.result.check
             any_check = any_check or isinstance(chk, dict)
             c = check_cell(chk, S, w["check_failed"])
             line.append(c)
@@ -111,7 +111,7 @@ def check_detail_table(rows, S):
     """The errors per part of the check (the largest relative error over the
     tensors; the tooltip names the worst), with k and the batch; None when no
     run recorded a check."""
-    crows = [w for w in rows if isinstance(w["r"].get("check"), dict)]
+    crows = [w for w in rows if w.result.check is not None]
     if not crows:
         return None
     heads = ([header(S("col_run")), header(S("col_workload"))]
@@ -119,7 +119,7 @@ def check_detail_table(rows, S):
              + [header(S("col_chk_steps"), True), header(S("col_chk_batch"), True), header(S("col_verdict"))])
     body = []
     for w in crows:
-        chk = w["r"]["check"]
+        chk = w.result.check
         line = [cell(w["label"], w["id"]), cell(S("wl_" + w["workload"]) if ("wl_" + w["workload"]) in S.raw else w["workload"])]
         line += [_section_cell(chk, s) for s in CHECK_SECTIONS_READ]
         for k in ("steps", "batch_size"):

@@ -9,6 +9,7 @@ those no run in this report applied, from the notebooks that declare them
 from __future__ import annotations
 
 from .. import defects as dfx
+from ..result import Result
 from . import fmt
 from .cells import cell, header
 from .model import d_, l_
@@ -18,14 +19,14 @@ SUBSTITUTE_MARK = "†"
 
 
 # ------------------------------------------------------------------ the speed tables
-def substitutes(r) -> list:
+def substitutes(r: Result) -> list:
     """The substitute layers a run used (its workaround records that name one)."""
-    return [str(w.get("substitute")) for w in l_(r.get("workarounds")) if isinstance(w, dict) and w.get("substitute")]
+    return [str(w.get("substitute")) for w in r.workarounds if isinstance(w, dict) and w.get("substitute")]
 
 
 def mark_substitute(c: dict, w, S) -> dict:
     """The samples/s cell of a run that used a substitute layer: marked, the layers in its tooltip."""
-    subs = substitutes(w["r"])
+    subs = substitutes(w.result)
     if subs:
         c = dict(c, t=f"{c['t']} {SUBSTITUTE_MARK}",
                  title=((c.get("title") or "") + " " + S("tip_substitute", layers="; ".join(subs))).strip())
@@ -37,7 +38,7 @@ def _applied(rows) -> dict:
     """{(framework, id): {"record": the first record, "runs": [labels]}} from the runs."""
     out: dict = {}
     for w in rows:
-        for rec in l_(w["r"].get("workarounds")):
+        for rec in w.result.workarounds:
             if not isinstance(rec, dict) or not rec.get("id"):
                 continue
             e = out.setdefault((w["fw"], str(rec["id"])), {"record": rec, "runs": []})

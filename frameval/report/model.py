@@ -179,7 +179,7 @@ def _timing(w, r: Result, extra):
     if not rep_vals and extra:
         rep_vals = [v for v in (fmt.num(x.steady_epoch_s) for x in [r] + extra if x.status == "ok")
                     if v is not None]
-    w["extra_failed"] = [x.raw for x in extra if x.status != "ok"]  # result dicts, for the errors summary (going)
+    w["extra_failed"] = [x for x in extra if x.status != "ok"]
     steady, sps = fmt.num(r.steady_epoch_s), fmt.num(r.samples_per_s)
     w["first"] = r.first_epoch_s
     if len(rep_vals) > 1:
