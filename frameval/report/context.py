@@ -27,7 +27,7 @@ def git_commit(repo: Path):
 def machines(rows, S) -> list:
     found = {}
     for w in rows:
-        env = d_(w["r"].get("environment"))
+        env = w.result.environment
         m = d_(env.get("machine"))
         host = str(m.get("hostname") or fmt.NA)
         e = found.setdefault(host, {"host": host, "cpu": m.get("cpu"), "cores": m.get("cores"),
@@ -50,13 +50,13 @@ def machines(rows, S) -> list:
 
 
 def _recorded(frows, key):
-    return {str(d_(w["r"].get("environment")).get(key)) for w in frows if d_(w["r"].get("environment")).get(key)}
+    return {str(w.result.environment.get(key)) for w in frows if w.result.environment.get(key)}
 
 
 def _user_env(frows, elist, version, S) -> str:
     """"provided by the user", with the version that ran beside the spec's pin,
     when an environment came from `--python FW=...`; "" otherwise."""
-    recorded = [d_(w["r"].get("environment")) for w in frows]
+    recorded = [w.result.environment for w in frows]
     if not any(e.get("provided_by_user") for e in recorded) and \
             not any(e.get("provided_by_user") or e.get("backend") == "user" for e in elist):
         return ""
@@ -69,7 +69,7 @@ def _user_env(frows, elist, version, S) -> str:
 def framework_env(fw, rows, elist, S) -> dict:
     frows = [w for w in rows if w["fw"] == fw]
     pys = _recorded(frows, "python") | {str(e["python"]) for e in elist if e.get("python")}
-    threads = sorted({str(w["r"].get("threads")) for w in frows if w["r"].get("threads") is not None})
+    threads = sorted({str(w.result.threads) for w in frows if w.result.threads is not None})
     packages, specs = [], []
     names = BY_KEY[fw].packages if fw in BY_KEY else (fw,)
     for e in elist:
