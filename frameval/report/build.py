@@ -117,7 +117,7 @@ class _NoCharts:
 def _dcgan_samples(wrows, S):
     """How many images the DCGAN runs trained, and what it takes to see digits:
     said plainly, so a grid of noise after a short run is not a surprise."""
-    totals = sorted({sum(e.get("samples") or 0 for e in l_(w["r"].get("epochs")) if isinstance(e, dict))
+    totals = sorted({sum(e.get("samples") or 0 for e in w.result.epochs if isinstance(e, dict))
                      for w in wrows} - {0})
     if not totals:
         return S("dcgan_digits")
@@ -138,8 +138,8 @@ def _section(wl, wrows, d, S, problems, charts, code_counts, a, assets_dir):
                          a["name"], assets_dir, problems,
                          default=lambda it: {"charts": [{"error": it["text"], "caption": name}], "gifs": [], "grids": [],
                                              "prediction": None})
-    notes = sorted({n for w in wrows for n in l_(w["r"].get("notes")) if isinstance(n, str)})
-    run_notes = [{"label": w["label"], "notes": [str(n) for n in l_(w["r"].get("notes"))]} for w in wrows if l_(w["r"].get("notes"))]
+    notes = sorted({n for w in wrows for n in w.result.notes if isinstance(n, str)})
+    run_notes = [{"label": w["label"], "notes": [str(n) for n in w.result.notes]} for w in wrows if w.result.notes]
     intro = S("intro_" + wl) + (" " + _dcgan_samples(wrows, S) if wl == "dcgan" else "")
     return {"id": wl, "anchor": f"wl-{wl}", "name": name, "intro": intro, "table": table, "memory": memory,
             "media": media, "notes": notes, "run_notes": run_notes, "scope_notes": scope_notes(wrows),
