@@ -36,6 +36,8 @@ LEGACY_CHECK_SECTIONS = ("step",)
 # What a reader of any result looks for, in the report's column order.
 CHECK_SECTIONS_READ = CHECK_SECTIONS[:3] + LEGACY_CHECK_SECTIONS + CHECK_SECTIONS[3:]
 
+# The statuses of a run that finished and measured; "check_failed": its numerical check failed.
+COMPLETED = ("ok", "check_failed")
 # A number as recorded: int or float, the text of a non-finite one, or None.
 Recorded = Union[int, float, str, None]
 

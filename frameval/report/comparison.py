@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from .. import stats
 from ..catalog import WORKLOAD_BY_KEY
+from ..result import COMPLETED, Result
 from . import fmt
 from .cells import cell, header
 
@@ -16,38 +17,35 @@ VERDICT_CLS = {"faster": "ok", "slower": "flag", "same": "", "too_few": "warn", 
 
 
 # ------------------------------------------------------------------ figures per run
-def samples_per_s(r):
-    return fmt.num(r.get("samples_per_s")) if isinstance(r, dict) and r.get("status") == "ok" else None
+def samples_per_s(r: Result):
+    return fmt.num(r.samples_per_s) if r.status == "ok" else None
 
 
-def peak_memory(r):
+def peak_memory(r: Result):
     """The training peak: device memory on a GPU run where measured, else the process RSS."""
-    if not isinstance(r, dict) or r.get("status") not in ("ok", "check_failed"):
+    if r.status not in COMPLETED:
         return None
-    dev = fmt.num(r.get("peak_device_mb")) if r.get("device") == "gpu" else None
-    return dev if dev is not None else fmt.num(r.get("peak_rss_mb"))
+    dev = fmt.num(r.peak_device_mb) if r.device == "gpu" else None
+    return dev if dev is not None else fmt.num(r.peak_rss_mb)
 
 
-def quality(r, workload):
-    """The run's final quality figure (the catalog's metric of the workload)."""
-    wl = WORKLOAD_BY_KEY.get(workload)
-    if not isinstance(r, dict) or r.get("status") not in ("ok", "check_failed") or wl is None:
-        return None
-    return fmt.num(wl.final(r))
+def quality(r: Result):
+    """The run's final quality figure (the catalog's metric of its workload)."""
+    return fmt.num(r.quality()) if r.status in COMPLETED else None
 
 
 # ------------------------------------------------------------------ the table
-def _side(runs, workload) -> dict:
+def _side(runs) -> dict:
     return {"sps": [samples_per_s(r) for r in runs], "mem": [peak_memory(r) for r in runs],
-            "quality": [quality(r, workload) for r in runs]}
+            "quality": [quality(r) for r in runs]}
 
 
-def compare_pair(runs_a, runs_b, workload, threshold=stats.DEFAULT_THRESHOLD) -> dict:
-    """Everything one line of the verdict table says, as numbers."""
-    a, b = _side(runs_a, workload), _side(runs_b, workload)
+def compare_pair(runs_a, runs_b, threshold=stats.DEFAULT_THRESHOLD) -> dict:
+    """Everything one line of the verdict table says, as numbers (runs: Results, the first repeat first)."""
+    a, b = _side(runs_a), _side(runs_b)
     v = stats.verdict(a["sps"], b["sps"], threshold)
-    check_a = (runs_a[0] if runs_a else {}).get("check")
-    check_b = (runs_b[0] if runs_b else {}).get("check")
+    check_a = runs_a[0].check if runs_a else None
+    check_b = runs_b[0].check if runs_b else None
     return dict(v, sps_a=stats.median(a["sps"]), sps_b=stats.median(b["sps"]),
                 mem_ratio=stats.ratio(b["mem"], a["mem"]), quality_ratio=stats.ratio(b["quality"], a["quality"]),
                 check=stats.check_change(check_a, check_b))
@@ -103,11 +101,11 @@ def _line(ln, c, S, threshold) -> list:
 def comparison_table(lines, S, threshold=stats.DEFAULT_THRESHOLD, table_id="table-versions", label_a="",
                      label_b="") -> dict:
     """lines: [{"framework", "workload", "mode", "device", "a": label, "b": label,
-    "runs_a": [results], "runs_b": [results]}] -> a report table (cells carry the
+    "runs_a": [Result], "runs_b": [Result]}] -> a report table (cells carry the
     raw numbers), with "lines": each pair's figures as numbers."""
     body, computed = [], []
     for ln in lines:
-        c = compare_pair(ln["runs_a"], ln["runs_b"], ln["workload"], threshold)
+        c = compare_pair(ln["runs_a"], ln["runs_b"], threshold)
         computed.append(dict(c, **{k: ln[k] for k in ("framework", "workload", "mode", "device", "a", "b")}))
         body.append(_line(ln, c, S, threshold))
     return {"id": table_id, "headers": _headers(S, label_a, label_b), "rows": body, "sortable": True,

@@ -14,7 +14,7 @@ import statistics
 from pathlib import Path
 
 from ..files import PLAN, RUNS
-from ..result import Result
+from ..result import COMPLETED, Result
 from ..results import is_repeat_dir
 from ..versionkey import version_key
 from . import fmt
@@ -22,7 +22,6 @@ from .spec import MODES, WORKLOADS, framework_name, order_key
 from .versions import name_versions
 
 NOISY_SPREAD = 0.10
-COMPLETED = ("ok", "check_failed")   # the run finished and measured; check_failed: its numerical check failed
 VARIANT_SKIP = {"out_dir", "mode", "device", "check"}
 VARIANT_KEYS_SHOWN = 4
 
@@ -99,8 +98,6 @@ class Row(dict):
     def __init__(self, result: Result, extra=(), **shown):
         super().__init__(**shown)
         self.result, self.extra = result, list(extra)
-        # the result dicts, for the modules that still read them (going)
-        self["r"], self["extra"] = result.raw, [x.raw for x in self.extra]
 
 
 def _group(runs) -> list:
@@ -143,13 +140,10 @@ def broken_row(r: Result, reason, S) -> Row:
     shown = Result.from_dict({"_dir": r.dir, "_source": r.source, "_notebook": r.notebook, "error": error})
     w = Row(shown, [], fw=s_(r.framework), version=None, workload=s_(r.workload),
             mode=s_(r.mode), device=s_(r.device, "cpu"), host=None, ok=False, check_failed=False,
-            status="failed", reused=False, id=run_id(r), variant="", extra_failed=[], noisy=False, spread=None,
+            status="failed", id=run_id(r), variant="", extra_failed=[], noisy=False, spread=None,
             steady=None, steady_lo=None, steady_hi=None, steady_kind="epochs", n_repeats=1, samples_per_s=None,
-            sps_lo=None, sps_hi=None, first=None, params_total=None, compiled=None, graph_scope=None,
-            memory={}, threads_effective=None)
+            sps_lo=None, sps_hi=None, params_total=None)
     w["fw_name"] = framework_name(w["fw"])
-    for k in ("peak_rss_mb", "rss_after_import_mb", "peak_device_mb", "peak_device_driver_mb", "data_placement"):
-        w[k] = None
     return w
 
 
@@ -158,18 +152,11 @@ def _row(r: Result, extra, S) -> Row:
     status = s_(r.status, "unknown")
     w = Row(r, extra, fw=fw, fw_name=framework_name(fw), workload=s_(r.workload), version=r.framework_version or None,
             mode=s_(r.mode), device=s_(r.device, "cpu"), host=r.host, status=status,
-            ok=status in COMPLETED, check_failed=status == "check_failed", reused=r.reused,
-            id=run_id(r), variant="")
+            ok=status in COMPLETED, check_failed=status == "check_failed", id=run_id(r), variant="")
     _timing(w, r, extra)
-    for k in ("peak_rss_mb", "rss_after_import_mb", "peak_device_mb", "peak_device_driver_mb", "data_placement"):
-        w[k] = getattr(r, k)
-    w["memory"] = r.memory
     nums = [fmt.num(v) for v in r.param_counts.values()]
     complete = r.param_counts and all(v is not None for v in nums) and math.isfinite(sum(nums))
     w["params_total"] = int(sum(nums)) if complete else None
-    w["compiled"] = r.compiled
-    w["graph_scope"] = r.graph_scope
-    w["threads_effective"] = r.threads_effective
     return w
 
 
@@ -181,7 +168,6 @@ def _timing(w, r: Result, extra):
                     if v is not None]
     w["extra_failed"] = [x for x in extra if x.status != "ok"]
     steady, sps = fmt.num(r.steady_epoch_s), fmt.num(r.samples_per_s)
-    w["first"] = r.first_epoch_s
     if len(rep_vals) > 1:
         med = statistics.median(rep_vals)
         w.update(steady=med, steady_lo=min(rep_vals), steady_hi=max(rep_vals), steady_kind="repeats",

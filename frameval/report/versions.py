@@ -30,8 +30,8 @@ def name_versions(rows) -> None:
 
 
 def _runs(ws) -> list:
-    """Every repeat's result of these rows, the first repeat first."""
-    return [r for w in ws for r in [w["r"], *w["extra"]]]
+    """Every repeat's Result of these rows, the first repeat first."""
+    return [r for w in ws for r in [w.result, *w.extra]]
 
 
 def version_lines(rows) -> list:
