@@ -5,10 +5,9 @@ threads in effect, what the training step's graph holds, and whether graph
 mode compiled."""
 from __future__ import annotations
 
-from ..result import Result
+from ..result import Result, as_list
 from . import fmt
 from .cells import cell, header
-from .model import l_
 from .spec import PARAM_COUNTS, SPEC_SETTINGS, audit_count, match_counts
 from .tables import SCOPE_PARTS, scope_text
 
@@ -125,7 +124,7 @@ def _threads_cell(w, e, S, flags):
     t = S("threads_value", intra=fmt.integer(intra) if intra is not None else fmt.NA,
           inter=fmt.integer(inter) if inter is not None else fmt.NA)
     tips = [str(e.get("how") or "")]
-    if l_(e.get("missing")):
+    if as_list(e.get("missing")):
         tips.append(S("tip_threads_missing", what=", ".join(str(m) for m in e["missing"])))
     req, got = fmt.num(w.result.threads), fmt.num(intra)
     cls = ""

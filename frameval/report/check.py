@@ -3,10 +3,9 @@ float64 reference (`result.json["check"]`): forward, losses, gradients, one
 step, the update after k Adam steps, BatchNorm running statistics."""
 from __future__ import annotations
 
-from ..result import CHECK_SECTIONS_READ
+from ..result import CHECK_SECTIONS_READ, as_dict, as_list
 from . import fmt
 from .cells import cell, header
-from .model import d_, l_
 from .spec import MODES, WORKLOADS, framework_name, order_key
 
 
@@ -17,12 +16,12 @@ def _sci(v) -> str:
 
 def check_failures(chk) -> list:
     """[(section, name, error, tolerance)] over the tolerance, worst first."""
-    chk = d_(chk)
-    tol = d_(chk.get("tolerances"))
+    chk = as_dict(chk)
+    tol = as_dict(chk.get("tolerances"))
     out = []
     for section in CHECK_SECTIONS_READ:
         t = fmt.num(tol.get(section))
-        for name, err in d_(chk.get(section)).items():
+        for name, err in as_dict(chk.get(section)).items():
             e = fmt.num(err)
             if t is not None and (e is None and err is not None or e is not None and e > t):
                 out.append((section, str(name), e if e is not None else float("inf"), t))
@@ -31,9 +30,9 @@ def check_failures(chk) -> list:
 
 def check_summary(chk, S) -> list:
     """Why a check failed: its problems, the tensors over tolerance, the diagnosis."""
-    chk = d_(chk)
+    chk = as_dict(chk)
     fails = [f"{sec} {name} {err:.1e} > {t:.0e}" for sec, name, err, t in check_failures(chk)]
-    return [str(p) for p in l_(chk.get("problems"))] + fails + [str(d) for d in l_(chk.get("diagnosis"))]
+    return [str(p) for p in as_list(chk.get("problems"))] + fails + [str(d) for d in as_list(chk.get("diagnosis"))]
 
 
 def check_cell(chk, S, failed_run=False):
@@ -45,14 +44,14 @@ def check_cell(chk, S, failed_run=False):
     ok = chk.get("ok")
     errs = {"forward": fmt.num(chk.get("max_forward_err")), "step": fmt.num(chk.get("max_step_err"))}
     detail = "; ".join(f"{k} {v:.1e}" for k, v in errs.items() if v is not None)
-    problems = [str(p) for p in l_(chk.get("problems"))]
-    missing = [str(p) for p in l_(chk.get("missing"))]
+    problems = [str(p) for p in as_list(chk.get("problems"))]
+    missing = [str(p) for p in as_list(chk.get("missing"))]
     if ok is True and not failed_run:
         return cell("✓ " + detail, "ok", "ok", S("tip_check_ok"))
     if ok is False or failed_run:
         fails = [f"{sec} {name} {err:.1e} > {t:.0e}" for sec, name, err, t in check_failures(chk)]
         shown = problems[:2] + fails[:max(0, 3 - len(problems[:2]))]
-        why = [str(d) for d in l_(chk.get("diagnosis"))]
+        why = [str(d) for d in as_list(chk.get("diagnosis"))]
         text = "✗ " + ("; ".join(shown) or detail or S("check_failed_no_detail")) + (" — " + "; ".join(why) if why else "")
         return cell(text, "fail", "flag", "; ".join(problems + fails + why))
     return cell("? " + (detail or S("check_incomplete")) + (f" ({S('check_missing')}: {', '.join(missing[:4])})" if missing else ""),
@@ -92,13 +91,13 @@ def check_table(rows, S):
 
 
 def _section_cell(chk, section):
-    vals = {str(k): fmt.num(v) if fmt.num(v) is not None else v for k, v in d_(chk.get(section)).items()}
+    vals = {str(k): fmt.num(v) if fmt.num(v) is not None else v for k, v in as_dict(chk.get(section)).items()}
     if not vals:
         return cell(fmt.NA, None, "na")
     nums = {k: v for k, v in vals.items() if isinstance(v, float)}
     bad = {k: v for k, v in vals.items() if not isinstance(v, float) and v is not None}
     worst = sorted(nums.items(), key=lambda kv: -kv[1])
-    t = fmt.num(d_(chk.get("tolerances")).get(section))
+    t = fmt.num(as_dict(chk.get("tolerances")).get(section))
     top = max(nums.values()) if nums else None
     title = "; ".join([f"{k} {v}" for k, v in bad.items()] + [f"{k} {_sci(v)}" for k, v in worst[:4]])
     if bad:

@@ -102,16 +102,16 @@ def run_findings(rows, errors, check_failed, S) -> list:
 
 def audit_findings(rows, audits, S) -> list:
     out = []
-    pflags = [f for a in audits for f in a["flags"] if f["kind"] == "params"]
+    pflags = [f for audit in audits for f in audit["flags"] if f["kind"] == "params"]
     if pflags:
         out.append({"kind": "params", "flag": True, "anchor": "audit",
                     "text": S("finding_params", items=S.join(f["text"] for f in pflags))})
-    for a in audits:
+    for audit in audits:
         for kind, key in (("setting", "finding_settings"), ("threads", "finding_threads"), ("scope", "finding_scope")):
-            fl = [f for f in a["flags"] if f["kind"] == kind]
+            fl = [f for f in audit["flags"] if f["kind"] == kind]
             if fl:
-                out.append({"kind": "settings", "flag": True, "anchor": a["anchor"],
-                            "text": S(key, workload=a["name"], keys=S.join(f["text"] for f in fl))})
+                out.append({"kind": "settings", "flag": True, "anchor": audit["anchor"],
+                            "text": S(key, workload=audit["name"], keys=S.join(f["text"] for f in fl))})
     nc = [w for w in rows if w["ok"] and w["mode"] == "graph" and w.result.compiled is False]
     if nc:
         out.append({"kind": "compile", "flag": True, "anchor": "audit",

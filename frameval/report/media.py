@@ -7,9 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..catalog import WORKLOAD_BY_KEY
+from ..result import as_list
 from . import charts as ch
 from . import fmt
-from .model import fastest_by_device, l_, speed_ratio
+from .model import fastest_by_device, speed_ratio
 
 METRICS = {"lenet": [("train_loss", "axis_loss"), ("test_loss", "axis_loss"), ("test_acc", "axis_accuracy")],
            "dcgan": [("gen_loss", "axis_loss"), ("disc_loss", "axis_loss")],
@@ -91,8 +92,8 @@ def _prediction(wrows, S, charts, problems):
     truth, ser = None, []
     for w in wrows:
         s = w.result.series
-        if w["ok"] and l_(s.get("val_pred")):
-            truth = truth or l_(s.get("val_true"))
+        if w["ok"] and as_list(s.get("val_pred")):
+            truth = truth or as_list(s.get("val_true"))
             ser.append((w["label"], w["fw"], w["mode"], s["val_pred"]))
     cap = S("chart_prediction")
     return figure(problems, S, cap, charts.prediction, "lstm-prediction", cap, S("axis_val_index"), S("axis_ppm"),

@@ -26,15 +26,8 @@ VARIANT_SKIP = {"out_dir", "mode", "device", "check"}
 VARIANT_KEYS_SHOWN = 4
 
 
-def d_(v) -> dict:
-    return v if isinstance(v, dict) else {}
-
-
-def l_(v) -> list:
-    return v if isinstance(v, list) else []
-
-
-def s_(v, default="?") -> str:
+def as_text(v, default="?") -> str:
+    """A value shown as text: `default` when it was not recorded (None or empty)."""
     return default if v is None or v == "" else str(v)
 
 
@@ -69,7 +62,7 @@ def load_sources(sources):
         for f in sorted((Path(src) / "environments").glob("*.json")):
             e = read_json(f)
             if isinstance(e, dict):
-                fw = s_(e.get("framework"), f.stem)
+                fw = as_text(e.get("framework"), f.stem)
                 e["_source"] = str(src)
                 same = [x for x in envs.setdefault(fw, [])
                         if (x.get("key"), x.get("spec_name"), x.get("freeze")) == (e.get("key"), e.get("spec_name"), e.get("freeze"))]
@@ -138,8 +131,8 @@ def broken_row(r: Result, reason, S) -> Row:
     """A run the report could not read: shown as failed, with the reason."""
     error = {"type": "ReportError", "message": S("row_unreadable", reason=reason), "traceback": ""}
     shown = Result.from_dict({"_dir": r.dir, "_source": r.source, "_notebook": r.notebook, "error": error})
-    w = Row(shown, [], fw=s_(r.framework), version=None, workload=s_(r.workload),
-            mode=s_(r.mode), device=s_(r.device, "cpu"), host=None, ok=False, check_failed=False,
+    w = Row(shown, [], fw=as_text(r.framework), version=None, workload=as_text(r.workload),
+            mode=as_text(r.mode), device=as_text(r.device, "cpu"), host=None, ok=False, check_failed=False,
             status="failed", id=run_id(r), variant="", extra_failed=[], noisy=False, spread=None,
             steady=None, steady_lo=None, steady_hi=None, steady_kind="epochs", n_repeats=1, samples_per_s=None,
             sps_lo=None, sps_hi=None, params_total=None)
@@ -148,10 +141,10 @@ def broken_row(r: Result, reason, S) -> Row:
 
 
 def _row(r: Result, extra, S) -> Row:
-    fw = s_(r.framework)
-    status = s_(r.status, "unknown")
-    w = Row(r, extra, fw=fw, fw_name=framework_name(fw), workload=s_(r.workload), version=r.framework_version or None,
-            mode=s_(r.mode), device=s_(r.device, "cpu"), host=r.host, status=status,
+    fw = as_text(r.framework)
+    status = as_text(r.status, "unknown")
+    w = Row(r, extra, fw=fw, fw_name=framework_name(fw), workload=as_text(r.workload), version=r.framework_version or None,
+            mode=as_text(r.mode), device=as_text(r.device, "cpu"), host=r.host, status=status,
             ok=status in COMPLETED, check_failed=status == "check_failed", id=run_id(r), variant="")
     _timing(w, r, extra)
     nums = [fmt.num(v) for v in r.param_counts.values()]
