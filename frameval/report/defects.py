@@ -104,10 +104,6 @@ def _script_link(d) -> str:
 
 
 # ------------------------------------------------------------------ installing it
-def _na(v, f=str):
-    return (f(v), v) if v is not None else (None, None)
-
-
 def install_table(envs, frameworks, S) -> dict:
     """The "Installing it" table: one row per framework environment, from the
     `install` facts envs.py recorded (at build, or read afterwards)."""
