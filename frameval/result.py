@@ -12,8 +12,7 @@ reads it as a finite float or None. The original dict stays in `Result.raw`
 for the keys not worth a field (a workload's own figures: test_acc, val_rmse,
 model_bytes ...; read them with `Result.metric`).
 
-Standard library only: `frameval.nb` (numpy + standard library, inside the
-framework environments) imports the check's section names from here.
+Standard library only (and the catalog, which is).
 """
 from __future__ import annotations
 
@@ -26,15 +25,6 @@ from .catalog import WORKLOAD_BY_KEY, final_value
 # The schema frameval/nb/record.py writes (its SCHEMA). 1: before the check's
 # second version (its "step" section), graph scope, threads and settings read back.
 SCHEMA_VERSION = 2
-
-# The parts of the numerical check (result["check"], written by
-# frameval/nb/check.py), in the order the check prints them and the report shows them.
-CHECK_SECTIONS = ("forward", "losses", "grads", "update", "running")
-# The check before its second version (one optimizer step where "update" now
-# takes k) wrote "step"; the report still reads it in results of that time.
-LEGACY_CHECK_SECTIONS = ("step",)
-# What a reader of any result looks for, in the report's column order.
-CHECK_SECTIONS_READ = CHECK_SECTIONS[:3] + LEGACY_CHECK_SECTIONS + CHECK_SECTIONS[3:]
 
 # The statuses of a run that finished and measured; "check_failed": its numerical check failed.
 COMPLETED = ("ok", "check_failed")

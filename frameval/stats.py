@@ -21,7 +21,8 @@ from __future__ import annotations
 import math
 import statistics
 
-from .result import CHECK_SECTIONS_READ, as_dict, number
+from .catalog import CHECK_SECTIONS_READ
+from .result import as_dict, number
 
 P_THRESHOLD = 0.002  # asv's p threshold (asv/_stats.py is_different)
 DEFAULT_THRESHOLD = 0.10

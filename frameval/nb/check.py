@@ -54,7 +54,7 @@ import traceback
 
 import numpy as np
 
-from ..result import CHECK_SECTIONS
+from ..catalog import CHECK_SECTIONS
 from . import reference as R
 from . import refcache
 from .weights import init_weights, trainable_names

@@ -3,7 +3,8 @@ float64 reference (`result.json["check"]`): forward, losses, gradients, one
 step, the update after k Adam steps, BatchNorm running statistics."""
 from __future__ import annotations
 
-from ..result import CHECK_SECTIONS_READ, as_dict, as_list
+from ..catalog import CHECK_SECTIONS_READ
+from ..result import as_dict, as_list
 from . import fmt
 from .cells import cell, header
 from .spec import MODES, WORKLOADS, framework_name, order_key
