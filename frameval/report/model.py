@@ -4,7 +4,8 @@ audit in `audit`, the numerical check in `check`, the findings in `findings`.
 Everything here is data; the templates only lay it out.
 
 Results come from several versions of the notebooks: any field may be missing
-or of another type. Missing is "not available" (n/a), never 0.
+or of another type, which `Result.from_dict` (frameval/result.py) reads as
+None or empty. Missing is "not available" (n/a), never 0.
 """
 from __future__ import annotations
 
