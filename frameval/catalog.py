@@ -1,7 +1,7 @@
 """The one catalog: what the matrix is made of. Framework records (display
 name, aliases, pip packages, kernel name, notes page) and Workload records
 (parameters, quality metric and its direction, the spec's parameter counts),
-the modes, devices, and the profiles that size a run. Every table that names a
+the modes, devices, the numerical check's parts, and the profiles that size a run. Every table that names a
 framework or a workload reads from here.
 
 Standard library only: the runner reads it before its own environment exists,
@@ -114,6 +114,15 @@ WORKLOAD_BY_KEY = {w.key: w for w in WORKLOAD_RECORDS}
 MNIST_SIZES = {"embedded": {"train": 4000, "test": 1000}, "full": {"train": 60000, "test": 10000}}
 SERIES_POINTS = {"co2": 2284}   # statsmodels' weekly Mauna Loa CO2, gaps filled
 SERIES_TRAIN_FRACTION = 0.75    # the LSTM's chronological split of its windows
+
+# The parts of the numerical check (result["check"], written by
+# frameval/nb/check.py), in the order the check prints them and the report shows them.
+CHECK_SECTIONS = ("forward", "losses", "grads", "update", "running")
+# The check before its second version (one optimizer step where "update" now
+# takes k) wrote "step"; the report still reads it in results of that time.
+LEGACY_CHECK_SECTIONS = ("step",)
+# What a reader of any result looks for, in the report's column order.
+CHECK_SECTIONS_READ = CHECK_SECTIONS[:3] + LEGACY_CHECK_SECTIONS + CHECK_SECTIONS[3:]
 WORKLOADS = tuple(w.key for w in WORKLOAD_RECORDS)
 WORKLOAD_PARAMS = {w.key: w.params for w in WORKLOAD_RECORDS}
 SPEC_PARAM_COUNTS = {w.key: w.param_counts for w in WORKLOAD_RECORDS}

@@ -74,13 +74,13 @@ def main(argv) -> int:
 # ------------------------------------------------------------------ runner side
 def _rows(folder, S) -> dict:
     """{run folder relative to runs/: row} of one output folder, repeats folded in."""
-    from .report.model import load_repeats, make_rows
+    from .report.model import make_rows
     from .results import load_runs
-    runs = load_runs(folder) + load_repeats([folder])
+    runs = load_runs(folder, repeats=True)
     out = {}
     for w in make_rows(runs, S):
         try:
-            rel = Path(str(w["r"].get("_dir"))).relative_to(Path(folder) / RUNS).as_posix()
+            rel = Path(str(w.result.dir)).relative_to(Path(folder) / RUNS).as_posix()
         except ValueError:
             rel = w["id"]
         out[rel] = w
@@ -89,7 +89,7 @@ def _rows(folder, S) -> dict:
 
 def compare_folders(a, b, threshold=0.10, lang="en") -> dict:
     """{"markdown": the verdict table and notes, "data": the same as numbers}."""
-    from .compare import comparison_table, notes
+    from .report.comparison import comparison_table, notes
     from .report.i18n import Strings
     from .report.spec import framework_name
     S = Strings(lang)
@@ -97,8 +97,8 @@ def compare_folders(a, b, threshold=0.10, lang="en") -> dict:
     both = [k for k in ra if k in rb]
     lines = [{"framework": framework_name(ra[k]["fw"]), "fw": ra[k]["fw"], "workload": ra[k]["workload"],
               "mode": ra[k]["mode"], "device": ra[k]["device"], "a": ra[k]["version"] or "?",
-              "b": rb[k]["version"] or "?", "runs_a": [ra[k]["r"], *ra[k]["extra"]],
-              "runs_b": [rb[k]["r"], *rb[k]["extra"]], "run": k} for k in both]
+              "b": rb[k]["version"] or "?", "runs_a": [ra[k].result, *ra[k].extra],
+              "runs_b": [rb[k].result, *rb[k].extra], "run": k} for k in both]
     table = comparison_table(lines, S, threshold, "table-compare")
     only = {"A": sorted(set(ra) - set(rb)), "B": sorted(set(rb) - set(ra))}
     md = [f"# {S('compare_title')}", "",

@@ -17,6 +17,7 @@ which is not read. So `--report-only --from <hand runs>` needs no other code.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -40,23 +41,34 @@ def read_result(path: Path) -> dict:
                 "epochs": [], "params": {}, "param_counts": {}}
 
 
-def load_runs(*sources) -> list:
-    """Every result under each source's `runs/` folder, with `_dir` (run folder),
-    `_source` and `_notebook` added. Partial results of crashed runs that the
-    runner never finalised are listed as failed."""
+def is_repeat_dir(d) -> bool:
+    """Whether a run folder is a repeat's, r2/, r3/ ... inside the first repeat's (files.run_dir)."""
+    return bool(re.fullmatch(r"r\d+", Path(str(d)).name))
+
+
+def _located(res: Path, src) -> dict:
+    """The result in `res`, with where it was found: `_dir` (its run folder),
+    `_source` (the output folder) and `_notebook` (the executed notebook, if there)."""
+    r = read_result(res)
+    r["_dir"] = str(res.parent)
+    r["_source"] = str(src)
+    nbp = res.parent / OUTPUT_NB
+    r["_notebook"] = str(nbp) if nbp.exists() else None
+    return r
+
+
+def load_runs(*sources, repeats: bool = False) -> list:
+    """Every result under each source's `runs/` folder, located (`_located`).
+    Partial results of crashed runs that the runner never finalised are listed
+    as failed. Repeats (r2/, r3/ ...) are summarised in the first repeat's
+    "repeats" list; `repeats=True` reads their own results too, after all the
+    first repeats (the report shows a repeat that failed)."""
     out = []
     for src in sources:
-        root = Path(src) / RUNS
-        if not root.is_dir():
-            continue
-        # Repeats (r2/, r3/ ...) are summarised in the first repeat's "repeats" list.
-        for res in sorted(root.glob(f"*/*/{RESULT}")):
-            r = read_result(res)
-            r["_dir"] = str(res.parent)
-            r["_source"] = str(src)
-            nbp = res.parent / OUTPUT_NB
-            r["_notebook"] = str(nbp) if nbp.exists() else None
-            out.append(r)
+        out += [_located(res, src) for res in sorted((Path(src) / RUNS).glob(f"*/*/{RESULT}"))]
+    for src in sources if repeats else ():
+        out += [_located(res, src) for res in sorted((Path(src) / RUNS).glob(f"*/*/r*/{RESULT}"))
+                if is_repeat_dir(res.parent)]
     return out
 
 

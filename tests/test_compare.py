@@ -1,4 +1,4 @@
-"""The verdict that survives noise (frameval/compare.py, `run_all.py compare`),
+"""The verdict that survives noise (frameval/stats.py, `run_all.py compare`),
 on synthetic result folders written in the result.json schema the notebooks
 write: a known 30% slowdown over 8 repeats is called slower, 3% noise is no
 significant change, 3 repeats cannot call a change, a changed check is flagged.
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conftest import run_all
-from frameval import compare
+from frameval import stats
 from frameval.compare_cli import compare_folders
 from frameval.report.build import build
 
@@ -58,16 +58,16 @@ def noisy(rng, centre, spread, n):
 def test_verdict_rules():
     rng = random.Random(16)
     a = noisy(rng, 1500, 0.02, 8)
-    assert compare.verdict(a, [x * 0.7 for x in a])["verdict"] == "slower"
-    assert compare.verdict(a, [x * 1.4 for x in a])["verdict"] == "faster"
-    assert compare.verdict(a, noisy(rng, 1500 * 1.03, 0.02, 8))["verdict"] == "same"
-    few = compare.verdict(a[:5], [x * 0.7 for x in a[:5]])
+    assert stats.verdict(a, [x * 0.7 for x in a])["verdict"] == "slower"
+    assert stats.verdict(a, [x * 1.4 for x in a])["verdict"] == "faster"
+    assert stats.verdict(a, noisy(rng, 1500 * 1.03, 0.02, 8))["verdict"] == "same"
+    few = stats.verdict(a[:5], [x * 0.7 for x in a[:5]])
     assert few["verdict"] == "too_few" and few["p"] is None and few["needed"] == 7
-    assert compare.verdict([1500.0], [1000.0])["verdict"] == "too_few"  # never called from single runs
+    assert stats.verdict([1500.0], [1000.0])["verdict"] == "too_few"  # never called from single runs
     # beyond the threshold but not significant: overlapping repeats
-    wide = compare.verdict([1000, 1600, 1100, 1500, 1200, 1400, 1300, 1450], [1000, 1500, 900, 1300, 1000, 1350, 1100, 1200])
-    assert wide["p"] > compare.P_THRESHOLD and wide["verdict"] == "same"
-    assert compare.min_p(5, 5) > compare.P_THRESHOLD > compare.min_p(7, 7)
+    wide = stats.verdict([1000, 1600, 1100, 1500, 1200, 1400, 1300, 1450], [1000, 1500, 900, 1300, 1000, 1350, 1100, 1200])
+    assert wide["p"] > stats.P_THRESHOLD and wide["verdict"] == "same"
+    assert stats.min_p(5, 5) > stats.P_THRESHOLD > stats.min_p(7, 7)
 
 
 def test_30_percent_slowdown_is_slower_3_percent_is_not(tmp_path):
@@ -78,7 +78,7 @@ def test_30_percent_slowdown_is_slower_3_percent_is_not(tmp_path):
     same = write_folder(tmp_path / "same", "paddle", [result("3.3.1", s) for s in noisy(rng, 1500 * 1.03, 0.02, 8)])
     got = compare_folders(a, slow)
     (pair,) = got["data"]["pairs"]
-    assert pair["verdict"] == "slower" and pair["p"] < compare.P_THRESHOLD and pair["n_a"] == pair["n_b"] == 8
+    assert pair["verdict"] == "slower" and pair["p"] < stats.P_THRESHOLD and pair["n_a"] == pair["n_b"] == 8
     assert pair["ratio"] == pytest.approx(0.7, abs=0.05) and pair["mem_ratio"] == pytest.approx(700 / 580)
     assert "| slower |" in got["markdown"]
     (pair,) = compare_folders(a, same)["data"]["pairs"]

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, run_all
-from frameval import compare
+from frameval import stats
 from frameval.envs import choose_backend, env_for
 from frameval.envs.spec import framework_spec, spec_version
 
@@ -85,7 +85,7 @@ def test_version_section_equals_the_result_files(two_versions):
     assert cells[6] == f"{med(new, 'samples_per_s') / med(old, 'samples_per_s'):.2f}×"
     assert cells[8] == f"{med(new, 'peak_rss_mb') / med(old, 'peak_rss_mb'):.2f}×"
     assert cells[9] == f"{med(new, 'test_acc') / med(old, 'test_acc'):.2f}×"
-    v = compare.verdict([r["samples_per_s"] for r in old], [r["samples_per_s"] for r in new])
+    v = stats.verdict([r["samples_per_s"] for r in old], [r["samples_per_s"] for r in new])
     # 3 against 3 repeats can never reach p < 0.002: a change beyond 10% is not called, and the report says so
     assert v["verdict"] in ("same", "too_few") and cells[7] == "n/a (too few repeats)"
     want = {"same": "no significant change", "too_few": f"not called: {REPEATS} vs {REPEATS} repeats cannot reach p < 0.002"}

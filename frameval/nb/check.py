@@ -54,6 +54,7 @@ import traceback
 
 import numpy as np
 
+from ..catalog import CHECK_SECTIONS
 from . import reference as R
 from . import refcache
 from .weights import init_weights, trainable_names
@@ -503,7 +504,7 @@ class Checker:
                  f"{res.get('steps')} steps at batch {res.get('batch_size')}: {res.get('probe_source')}): "
                  f"{word[res.get('ok')]}  [{res.get('seconds', 0):.2f} s, reference {res.get('reference_s', 0):.2f} s]"]
         tol = res.get("tolerances", TOLERANCES)
-        for sec in ("forward", "losses", "grads", "update", "running"):
+        for sec in CHECK_SECTIONS:
             for name, v in (res.get(sec) or {}).items():
                 mark = "-" if v is None else ("ok" if v <= tol[sec] else "FAIL")
                 extra = ""

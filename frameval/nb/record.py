@@ -21,10 +21,10 @@ from pathlib import Path
 import numpy as np
 
 from .. import files
+from ..result import SCHEMA_VERSION as SCHEMA
 from . import measure
 from .paths import hand_run_framework, hand_runs_dir
 
-SCHEMA = 3  # 3: timing windows ("timing") and the machine's state over the run ("machine")
 RESULT, PARTIAL = files.RESULT, files.PARTIAL
 # The run's own working folder: framework caches (inductor, Keras, Triton) and
 # compile dumps. The runner empties it before each execution, so that every run

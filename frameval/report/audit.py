@@ -5,8 +5,9 @@ threads in effect, what the training step's graph holds, and whether graph
 mode compiled."""
 from __future__ import annotations
 
+from ..result import Result, as_list
 from . import fmt
-from .model import cell, d_, header, l_
+from .cells import cell, header
 from .spec import PARAM_COUNTS, SPEC_SETTINGS, audit_count, match_counts
 from .tables import SCOPE_PARTS, scope_text
 
@@ -16,10 +17,10 @@ AUDIT_KEYS = ("batch_size", "lr", "optimizer", "betas", "adam_eps", "leaky_relu"
 NOT_COMPARED = {"mode", "device", "out_dir", "check"}
 
 
-def audit_value(r, key):
-    s, p, d = d_(r.get("settings")), d_(r.get("params")), d_(r.get("data"))
+def audit_value(r: Result, key):
+    s, p, d = r.settings, r.params, r.data
     if key == "threads":
-        return r.get("threads")
+        return r.threads
     if key in ("data_source", "data_sha256", "n_train"):
         return d.get({"data_source": "source", "data_sha256": "sha256"}.get(key, key))
     return s[key] if key in s else p.get(key)
@@ -32,7 +33,7 @@ def audit_table(workload, rows, S) -> dict:
     flags, structural = [], []
     body = _param_rows(workload, rows, S, flags, structural)
     keys = list(AUDIT_KEYS)
-    keys += sorted({str(k) for w in rows for k in d_(w["r"].get("settings")) if k not in keys and k not in NOT_COMPARED})
+    keys += sorted({str(k) for w in rows for k in w.result.settings if k not in keys and k not in NOT_COMPARED})
     for key in keys:
         line = _setting_row(key, rows, SPEC_SETTINGS.get(workload, {}), S, flags)
         if line:
@@ -41,8 +42,7 @@ def audit_table(workload, rows, S) -> dict:
         line = make(rows, S, flags)
         if line:
             body.append(line)
-    notes = [(w["label"], str(w["r"].get("compile_note"))) for w in rows
-             if w["mode"] == "graph" and w["r"].get("compile_note")]
+    notes = [(w["label"], w.result.compile_note) for w in rows if w["mode"] == "graph" and w.result.compile_note]
     return {"table": {"id": f"audit-{workload}", "headers": heads, "rows": body, "sortable": False},
             "flags": flags, "structural": structural, "compile_notes": notes}
 
@@ -57,12 +57,12 @@ def _param_rows(workload, rows, S, flags, structural):
         line = [cell(S("audit_params", net=net), net), cell(fmt.integer(expected), expected)]
         bad = False
         for w in rows:
-            v = match_counts(workload, d_(w["r"].get("param_counts"))).get(net)
+            v = match_counts(workload, w.result.param_counts).get(net)
             st = audit_count(workload, net, v)
             if st == "ok":
                 line.append(cell("✓ " + fmt.integer(v), v, "ok"))
             elif st == "structural":
-                note = str(w["r"].get("param_count_note") or "")
+                note = w.result.param_count_note or ""
                 line.append(cell("≈ " + fmt.integer(v), v, "warn", S("two_bias") + (f" — {note}" if note else "")))
                 structural.append((w["label"], note))
             elif st == "missing":
@@ -79,10 +79,10 @@ def _param_rows(workload, rows, S, flags, structural):
 
 
 def _setting_row(key, rows, spec, S, flags):
-    vals = [audit_value(w["r"], key) for w in rows]
+    vals = [audit_value(w.result, key) for w in rows]
     if all(v is None for v in vals) and key not in spec:
         return None
-    sources = [d_(w["r"].get("settings_source")).get(key) for w in rows]
+    sources = [w.result.settings_source.get(key) for w in rows]
     recorded = [v for v in vals if v is not None]
     distinct = {fmt.value(v) for v in recorded}
     differ = len(distinct) > 1
@@ -124,9 +124,9 @@ def _threads_cell(w, e, S, flags):
     t = S("threads_value", intra=fmt.integer(intra) if intra is not None else fmt.NA,
           inter=fmt.integer(inter) if inter is not None else fmt.NA)
     tips = [str(e.get("how") or "")]
-    if l_(e.get("missing")):
+    if as_list(e.get("missing")):
         tips.append(S("tip_threads_missing", what=", ".join(str(m) for m in e["missing"])))
-    req, got = fmt.num(w["r"].get("threads")), fmt.num(intra)
+    req, got = fmt.num(w.result.threads), fmt.num(intra)
     cls = ""
     if req is not None and got is not None and got != req:
         cls = "warn"
@@ -139,13 +139,13 @@ def _threads_cell(w, e, S, flags):
 def _threads_row(rows, S, flags):
     """The threads in effect (read back from the framework), flagged when they
     differ between runs or from the number requested."""
-    if not any(w["threads_effective"] for w in rows):
+    if not any(w.result.threads_effective for w in rows):
         return None
     name = S("audit_threads_effective")
     line = [cell(name, "threads_effective"), cell("—")]
     cells = []
     for w in rows:
-        e = w["threads_effective"]
+        e = w.result.threads_effective
         cells.append(_threads_cell(w, e, S, flags) if e else cell(fmt.NA, None, "na", S("tip_threads_not_recorded")))
     distinct = {c["t"] for c in cells if c["v"] is not None}
     if len(distinct) > 1:
@@ -163,16 +163,16 @@ def _threads_row(rows, S, flags):
 
 def _scope_row(rows, S, flags):
     """What the training step's graph holds; flagged when it differs between graph-mode runs."""
-    if not any(w["graph_scope"] for w in rows):
+    if not any(w.result.graph_scope for w in rows):
         return None
     name = S("audit_graph_scope")
     line = [cell(name, "graph_scope"), cell(S("scope_spec"))]
     texts = [scope_text(w, S) for w in rows]
-    graph = [(w, t) for w, t in zip(rows, texts) if w["mode"] == "graph" and w["graph_scope"]]
-    kinds = {tuple(w["graph_scope"].get(k) is True for k in SCOPE_PARTS) for w, _ in graph}
+    graph = [(w, t) for w, t in zip(rows, texts) if w["mode"] == "graph" and w.result.graph_scope]
+    kinds = {tuple(w.result.graph_scope.get(k) is True for k in SCOPE_PARTS) for w, _ in graph}
     differ = len(kinds) > 1
     for w, (t, cls, tip) in zip(rows, texts):
-        line.append(cell(t, t, "flag" if differ and w["mode"] == "graph" and w["graph_scope"] else cls, tip))
+        line.append(cell(t, t, "flag" if differ and w["mode"] == "graph" and w.result.graph_scope else cls, tip))
     if differ:
         flags.append({"kind": "scope", "text": S("flag_scope", items=S.join(f"{w['label']}: {t[0]}" for w, t in graph))})
         line.append(cell("✗ " + S("verdict_differs"), "differs", "flag"))
@@ -187,14 +187,14 @@ def _compiled_row(rows, S, flags):
     line = [cell(S("audit_compiled"), "compiled"), cell("—")]
     bad = False
     for w in rows:
-        note = str(w["r"].get("compile_note") or "")
+        note, compiled = w.result.compile_note or "", w.result.compiled
         if w["mode"] != "graph":
             line.append(cell("—", None, "", S("eager")))
-        elif w["compiled"] is True:
+        elif compiled is True:
             line.append(cell("✓ " + S("yes"), True, "ok", note))
-        elif w["compiled"] is False and not w["ok"]:
+        elif compiled is False and not w["ok"]:
             line.append(cell(S("no") + f" ({S('status_failed')})", False, "na", note))
-        elif w["compiled"] is False:
+        elif compiled is False:
             bad = True
             line.append(cell("✗ " + S("no"), False, "flag", note))
             flags.append({"kind": "compile", "run": w["label"], "text": S("flag_not_compiled", run=w["label"], note=note)})

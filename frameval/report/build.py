@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..files import atomic_write
 from ..paths import REPO
+from ..result import Result, as_list
 from ..results import load_runs
 from . import charts as ch
 from .audit import audit_table
@@ -22,7 +23,7 @@ from .findings import findings
 from .guard import Problems, ReportError, one_line
 from .i18n import LANGS, TEMPLATES, Strings
 from .media import summary_charts, wl_name, workload_media
-from .model import _host, l_, load_repeats, load_sources, make_rows
+from .model import load_sources, make_rows
 from .render import notes_html, notes_markdown, render_all
 from .spec import WORKLOADS, framework_name, order_key
 from .versions import version_section
@@ -43,14 +44,15 @@ def build(sources, out_dir, lang="en", title="", author="", notes_file="", name=
     except Exception as e:  # noqa: BLE001
         raise ReportError(f"no report written: the report's strings could not be read: {one_line(e)}") from None
     srcs = list(dict.fromkeys(str(s) for s in (sources if isinstance(sources, (list, tuple)) else [sources]) if str(s)))
-    a = {"sources": srcs, "lang": lang, "name": name, "title_arg": title, "title": title or S("default_title"),
-         "author": author, "notes_file": notes_file, "command": command, "repo": Path(repo or REPO),
-         "now": now or _dt.datetime.now().astimezone(), "threshold": threshold}
+    # what was asked, resolved: every part of the report reads it
+    request = {"sources": srcs, "lang": lang, "name": name, "title_arg": title, "title": title or S("default_title"),
+               "author": author, "notes_file": notes_file, "command": command, "repo": Path(repo or REPO),
+               "now": now or _dt.datetime.now().astimezone(), "threshold": threshold}
     out, assets_dir = _prepare(out_dir, name)
-    a["out_dir"] = out
+    request["out_dir"] = out
     problems = Problems(S)
-    ctx = problems.run(S("what_report"), _context, a, S, problems, assets_dir)
-    md_text, html_text = render_all(ctx, templates, assets_dir, problems, S, a)
+    ctx = problems.run(S("what_report"), _context, request, S, problems, assets_dir)
+    md_text, html_text = render_all(ctx, templates, assets_dir, problems, S, request)
     html_path, md_path = out / f"{name}.html", out / f"{name}.md"
     _write(html_path, html_text)
     _write(md_path, md_text)
@@ -82,22 +84,22 @@ def _write(path: Path, text: str):
 
 
 # ------------------------------------------------------------------ the parts
-def _load(a, S):
+def _load(request, S):
     """Runs, rows and what the report warns about."""
-    runs = load_runs(*a["sources"]) + load_repeats(a["sources"])
-    plans, envs = load_sources(a["sources"])
+    runs = [Result.from_dict(r) for r in load_runs(*request["sources"], repeats=True)]
+    plans, envs = load_sources(request["sources"])
     warnings = []
-    if not a["sources"] or not runs:
-        warnings.append(S("warn_no_runs", sources=", ".join(a["sources"]) or "—"))
+    if not request["sources"] or not runs:
+        warnings.append(S("warn_no_runs", sources=", ".join(request["sources"]) or "—"))
     if not plans:
         warnings.append(S("warn_no_plan"))
-    hosts = sorted({h for r in runs if (h := _host(r))})
+    hosts = sorted({r.host for r in runs if r.host})
     return {"runs": runs, "plans": plans, "envs": envs, "warnings": warnings, "hosts": hosts, "multi_host": len(hosts) > 1}
 
 
 def _frameworks(rows, plans):
     fws = {w["fw"] for w in rows if w["fw"] != "?"}
-    fws |= {fw for p in plans for fw in l_(p.get("frameworks")) if isinstance(fw, str)}
+    fws |= {fw for p in plans for fw in as_list(p.get("frameworks")) if isinstance(fw, str)}
     return sorted(fws, key=order_key)
 
 
@@ -108,7 +110,7 @@ class _NoCharts:
         self.reason, self.missing_glyphs, self.font_file = reason, set(), None
 
     def __getattr__(self, name):
-        def fail(*a, **kw):
+        def fail(*args, **kw):
             raise RuntimeError(f"charts unavailable: {self.reason}")
         return fail
 
@@ -116,7 +118,7 @@ class _NoCharts:
 def _dcgan_samples(wrows, S):
     """How many images the DCGAN runs trained, and what it takes to see digits:
     said plainly, so a grid of noise after a short run is not a surprise."""
-    totals = sorted({sum(e.get("samples") or 0 for e in l_(w["r"].get("epochs")) if isinstance(e, dict))
+    totals = sorted({sum(e.get("samples") or 0 for e in w.result.epochs if isinstance(e, dict))
                      for w in wrows} - {0})
     if not totals:
         return S("dcgan_digits")
@@ -124,34 +126,34 @@ def _dcgan_samples(wrows, S):
     return S("dcgan_trained", samples=shown) + " " + S("dcgan_digits")
 
 
-def _section(wl, wrows, d, S, problems, charts, code_counts, a, assets_dir):
+def _section(wl, wrows, loaded, S, problems, charts, code_counts, request, assets_dir):
     name = wl_name(S, wl)
 
     def broken_table(it):
         return {"id": f"table-{wl}", "error": it["text"], "headers": [], "rows": []}
     table = problems.run(S("what_table", name=S("h_comparison") + " · " + name), workload_table, wl, wrows, S,
-                         d["multi_host"], code_counts, problems, default=broken_table)
+                         loaded["multi_host"], code_counts, problems, default=broken_table)
     memory = problems.run(S("what_table", name=S("h_memory_detail") + " · " + name), memory_table, wl, wrows, S,
                           default=lambda it: {"id": f"table-memory-{wl}", "error": it["text"], "headers": [], "rows": []})
     media = problems.run(S("what_section", name=S("h_charts") + " · " + name), workload_media, wl, wrows, S, charts,
-                         a["name"], assets_dir, problems,
+                         request["name"], assets_dir, problems,
                          default=lambda it: {"charts": [{"error": it["text"], "caption": name}], "gifs": [], "grids": [],
                                              "prediction": None})
-    notes = sorted({n for w in wrows for n in l_(w["r"].get("notes")) if isinstance(n, str)})
-    run_notes = [{"label": w["label"], "notes": [str(n) for n in l_(w["r"].get("notes"))]} for w in wrows if l_(w["r"].get("notes"))]
+    notes = sorted({n for w in wrows for n in w.result.notes if isinstance(n, str)})
+    run_notes = [{"label": w["label"], "notes": [str(n) for n in w.result.notes]} for w in wrows if w.result.notes]
     intro = S("intro_" + wl) + (" " + _dcgan_samples(wrows, S) if wl == "dcgan" else "")
     return {"id": wl, "anchor": f"wl-{wl}", "name": name, "intro": intro, "table": table, "memory": memory,
             "media": media, "notes": notes, "run_notes": run_notes, "scope_notes": scope_notes(wrows),
             "repeats": any(w["steady_kind"] == "repeats" for w in wrows)}
 
 
-def _sections(rows, wls, d, S, problems, charts, code_counts, a, assets_dir):
+def _sections(rows, wls, loaded, S, problems, charts, code_counts, request, assets_dir):
     sections, audits = [], []
     for wl in wls:
         wrows = [w for w in rows if w["workload"] == wl]
         name = wl_name(S, wl)
-        sections.append(problems.run(S("what_section", name=name), _section, wl, wrows, d, S, problems, charts,
-                                     code_counts, a, assets_dir,
+        sections.append(problems.run(S("what_section", name=name), _section, wl, wrows, loaded, S, problems, charts,
+                                     code_counts, request, assets_dir,
                                      default=lambda it, wl=wl, name=name: {"id": wl, "anchor": f"wl-{wl}", "name": name,
                                                                            "error": it["text"]}))
         au = problems.run(S("what_table", name=S("h_audit") + " · " + name), audit_table, wl, wrows, S,
@@ -186,61 +188,61 @@ def _alerts(rows, check_failed, S, found=()) -> list:
     return out
 
 
-def _notes(a, S, warnings):
-    if not a["notes_file"]:
+def _notes(request, S, warnings):
+    if not request["notes_file"]:
         return ""
     try:
-        return Path(a["notes_file"]).read_text(encoding="utf-8")
+        return Path(request["notes_file"]).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
-        warnings.append(S("warn_notes", file=str(a["notes_file"]), error=str(e)))
+        warnings.append(S("warn_notes", file=str(request["notes_file"]), error=str(e)))
         return ""
 
 
-def _context(a, S, problems, assets_dir) -> dict:
-    d = _load(a, S)
-    rows = make_rows(d["runs"], S, d["multi_host"], problems)
+def _context(request, S, problems, assets_dir) -> dict:
+    loaded = _load(request, S)
+    rows = make_rows(loaded["runs"], S, loaded["multi_host"], problems)
     wls = [wl for wl in WORKLOADS if any(w["workload"] == wl for w in rows)]
-    frameworks = _frameworks(rows, d["plans"])
-    warnings = d["warnings"] + [S("warn_no_env", framework=framework_name(fw)) for fw in frameworks if fw not in d["envs"]]
-    charts = problems.run(S("what_charts"), ch.Charts, assets_dir, a["lang"], prefix=f"{a['name']}-",
+    frameworks = _frameworks(rows, loaded["plans"])
+    warnings = loaded["warnings"] + [S("warn_no_env", framework=framework_name(fw)) for fw in frameworks if fw not in loaded["envs"]]
+    charts = problems.run(S("what_charts"), ch.Charts, assets_dir, request["lang"], prefix=f"{request['name']}-",
                           default=lambda it: _NoCharts(it["reason"]))
-    if a["lang"] != "en" and charts.font_file is None:
+    if request["lang"] != "en" and charts.font_file is None:
         warnings.append(S("warn_no_cjk_font"))
     code, code_counts = problems.run(S("what_table", name=S("h_code")), code_size_table, frameworks, list(WORKLOADS),
-                                     a["repo"], a["out_dir"], S,
+                                     request["repo"], request["out_dir"], S,
                                      default=lambda it: ({"id": "table-code", "error": it["text"], "headers": [], "rows": []}, {}))
-    sections, audits = _sections(rows, wls, d, S, problems, charts, code_counts, a, assets_dir)
+    sections, audits = _sections(rows, wls, loaded, S, problems, charts, code_counts, request, assets_dir)
     check = _check(rows, S, problems)
-    versions = problems.run(S("what_section", name=S("h_versions")), version_section, rows, S, a["threshold"],
+    versions = problems.run(S("what_section", name=S("h_versions")), version_section, rows, S, request["threshold"],
                             default=lambda it: {"error": it["text"]})
-    errors = problems.run(S("what_section", name=S("h_errors")), error_entries, rows, a["out_dir"], S, default=[])
+    errors = problems.run(S("what_section", name=S("h_errors")), error_entries, rows, request["out_dir"], S, default=[])
     assets = summary_charts(rows, wls, S, charts, problems)
     found = findings(rows, wls, S, errors, check["failed"], audits, problems, versions)
-    env = problems.run(S("what_section", name=S("h_environment")), environment, rows, d["envs"], frameworks, S,
+    env = problems.run(S("what_section", name=S("h_environment")), environment, rows, loaded["envs"], frameworks, S,
                        default=lambda it: {"error": it["text"], "machines": [], "frameworks": [], "freezes": []})
     defects = problems.run(S("what_section", name=S("h_defects")), defects_table, rows, frameworks, S,
                            default=lambda it: {"id": "table-defects", "error": it["text"], "headers": [], "rows": [],
                                                "ids": [], "candidates": [], "versions_ran": []})
-    install = problems.run(S("what_table", name=S("h_install")), install_table, d["envs"], frameworks, S,
+    install = problems.run(S("what_table", name=S("h_install")), install_table, loaded["envs"], frameworks, S,
                            default=lambda it: {"id": "table-install", "error": it["text"], "headers": [], "rows": []})
-    meta = problems.run(S("what_section", name=S("h_metadata")), metadata, a, rows, d["plans"], env, frameworks,
-                        d["multi_host"], S, a["now"], default=lambda it: [(S("meta_title"), a["title"])])
-    repro = problems.run(S("what_section", name=S("h_reproduce")), reproduce, a, d["plans"], frameworks, d["envs"],
+    meta = problems.run(S("what_section", name=S("h_metadata")), metadata, request, rows, loaded["plans"], env, frameworks,
+                        loaded["multi_host"], S, request["now"], default=lambda it: [(S("meta_title"), request["title"])])
+    repro = problems.run(S("what_section", name=S("h_reproduce")), reproduce, request, loaded["plans"], frameworks, loaded["envs"],
                          default=lambda it: {"error": it["text"]})
     if charts.missing_glyphs:
         warnings.append(S("warn_missing_glyphs", n=len(charts.missing_glyphs)))
-    notes_md = _notes(a, S, warnings)
+    notes_md = _notes(request, S, warnings)
     n_failed = len([w for w in rows if not w["ok"]])
     return {
-        "lang": a["lang"], "s": S.raw, "S": S, "title": a["title"], "author": a["author"], "meta": meta,
-        "profile_notes": [str(n) for p in d["plans"] for n in l_(p.get("profile_notes"))], "warnings": warnings,
+        "lang": request["lang"], "s": S.raw, "S": S, "title": request["title"], "author": request["author"], "meta": meta,
+        "profile_notes": [str(n) for p in loaded["plans"] for n in as_list(p.get("profile_notes"))], "warnings": warnings,
         "alerts": _alerts(rows, check["failed"], S, found), "findings": found, "problems": problems,
         "notes_md": notes_markdown(notes_md), "notes_html": problems.run(S("what_notes"), notes_html, notes_md, default="")
         if notes_md else "",
         "summary_assets": assets, "env": env, "sections": sections, "audits": audits, "check": check,
         "versions": versions,
-        "code": code, "errors": errors, "reproduce": repro, "defects": defects, "install": install, "multi_host": d["multi_host"], "hosts": d["hosts"],
-        "name": a["name"], "generated": a["now"].isoformat(timespec="seconds"),
+        "code": code, "errors": errors, "reproduce": repro, "defects": defects, "install": install, "multi_host": loaded["multi_host"], "hosts": loaded["hosts"],
+        "name": request["name"], "generated": request["now"].isoformat(timespec="seconds"),
         "_info": {"runs": len(rows), "failed": n_failed, "check_failed": len([w for w in rows if w["check_failed"]]),
                   "findings": [f["text"] for f in found], "warnings": warnings,
                   "missing_glyphs": sorted(charts.missing_glyphs), "font": str(charts.font_file or "")},

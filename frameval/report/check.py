@@ -3,11 +3,11 @@ float64 reference (`result.json["check"]`): forward, losses, gradients, one
 step, the update after k Adam steps, BatchNorm running statistics."""
 from __future__ import annotations
 
+from ..catalog import CHECK_SECTIONS_READ
+from ..result import as_dict, as_list
 from . import fmt
-from .model import cell, d_, header, l_
+from .cells import cell, header
 from .spec import MODES, WORKLOADS, framework_name, order_key
-
-SECTIONS = ("forward", "losses", "grads", "step", "update", "running")
 
 
 def _sci(v) -> str:
@@ -17,12 +17,12 @@ def _sci(v) -> str:
 
 def check_failures(chk) -> list:
     """[(section, name, error, tolerance)] over the tolerance, worst first."""
-    chk = d_(chk)
-    tol = d_(chk.get("tolerances"))
+    chk = as_dict(chk)
+    tol = as_dict(chk.get("tolerances"))
     out = []
-    for section in SECTIONS:
+    for section in CHECK_SECTIONS_READ:
         t = fmt.num(tol.get(section))
-        for name, err in d_(chk.get(section)).items():
+        for name, err in as_dict(chk.get(section)).items():
             e = fmt.num(err)
             if t is not None and (e is None and err is not None or e is not None and e > t):
                 out.append((section, str(name), e if e is not None else float("inf"), t))
@@ -31,9 +31,9 @@ def check_failures(chk) -> list:
 
 def check_summary(chk, S) -> list:
     """Why a check failed: its problems, the tensors over tolerance, the diagnosis."""
-    chk = d_(chk)
+    chk = as_dict(chk)
     fails = [f"{sec} {name} {err:.1e} > {t:.0e}" for sec, name, err, t in check_failures(chk)]
-    return [str(p) for p in l_(chk.get("problems"))] + fails + [str(d) for d in l_(chk.get("diagnosis"))]
+    return [str(p) for p in as_list(chk.get("problems"))] + fails + [str(d) for d in as_list(chk.get("diagnosis"))]
 
 
 def check_cell(chk, S, failed_run=False):
@@ -45,14 +45,14 @@ def check_cell(chk, S, failed_run=False):
     ok = chk.get("ok")
     errs = {"forward": fmt.num(chk.get("max_forward_err")), "step": fmt.num(chk.get("max_step_err"))}
     detail = "; ".join(f"{k} {v:.1e}" for k, v in errs.items() if v is not None)
-    problems = [str(p) for p in l_(chk.get("problems"))]
-    missing = [str(p) for p in l_(chk.get("missing"))]
+    problems = [str(p) for p in as_list(chk.get("problems"))]
+    missing = [str(p) for p in as_list(chk.get("missing"))]
     if ok is True and not failed_run:
         return cell("✓ " + detail, "ok", "ok", S("tip_check_ok"))
     if ok is False or failed_run:
         fails = [f"{sec} {name} {err:.1e} > {t:.0e}" for sec, name, err, t in check_failures(chk)]
         shown = problems[:2] + fails[:max(0, 3 - len(problems[:2]))]
-        why = [str(d) for d in l_(chk.get("diagnosis"))]
+        why = [str(d) for d in as_list(chk.get("diagnosis"))]
         text = "✗ " + ("; ".join(shown) or detail or S("check_failed_no_detail")) + (" — " + "; ".join(why) if why else "")
         return cell(text, "fail", "flag", "; ".join(problems + fails + why))
     return cell("? " + (detail or S("check_incomplete")) + (f" ({S('check_missing')}: {', '.join(missing[:4])})" if missing else ""),
@@ -81,7 +81,7 @@ def check_table(rows, S):
             if w is None:
                 line.append(cell("—", None, "na"))
                 continue
-            chk = w["r"].get("check")
+            chk = w.result.check
             any_check = any_check or isinstance(chk, dict)
             c = check_cell(chk, S, w["check_failed"])
             line.append(c)
@@ -92,13 +92,13 @@ def check_table(rows, S):
 
 
 def _section_cell(chk, section):
-    vals = {str(k): fmt.num(v) if fmt.num(v) is not None else v for k, v in d_(chk.get(section)).items()}
+    vals = {str(k): fmt.num(v) if fmt.num(v) is not None else v for k, v in as_dict(chk.get(section)).items()}
     if not vals:
         return cell(fmt.NA, None, "na")
     nums = {k: v for k, v in vals.items() if isinstance(v, float)}
     bad = {k: v for k, v in vals.items() if not isinstance(v, float) and v is not None}
     worst = sorted(nums.items(), key=lambda kv: -kv[1])
-    t = fmt.num(d_(chk.get("tolerances")).get(section))
+    t = fmt.num(as_dict(chk.get("tolerances")).get(section))
     top = max(nums.values()) if nums else None
     title = "; ".join([f"{k} {v}" for k, v in bad.items()] + [f"{k} {_sci(v)}" for k, v in worst[:4]])
     if bad:
@@ -111,17 +111,17 @@ def check_detail_table(rows, S):
     """The errors per part of the check (the largest relative error over the
     tensors; the tooltip names the worst), with k and the batch; None when no
     run recorded a check."""
-    crows = [w for w in rows if isinstance(w["r"].get("check"), dict)]
+    crows = [w for w in rows if w.result.check is not None]
     if not crows:
         return None
     heads = ([header(S("col_run")), header(S("col_workload"))]
-             + [header(S("chk_" + s), True, S("tip_chk_" + s)) for s in SECTIONS]
+             + [header(S("chk_" + s), True, S("tip_chk_" + s)) for s in CHECK_SECTIONS_READ]
              + [header(S("col_chk_steps"), True), header(S("col_chk_batch"), True), header(S("col_verdict"))])
     body = []
     for w in crows:
-        chk = w["r"]["check"]
+        chk = w.result.check
         line = [cell(w["label"], w["id"]), cell(S("wl_" + w["workload"]) if ("wl_" + w["workload"]) in S.raw else w["workload"])]
-        line += [_section_cell(chk, s) for s in SECTIONS]
+        line += [_section_cell(chk, s) for s in CHECK_SECTIONS_READ]
         for k in ("steps", "batch_size"):
             v = chk.get(k)
             line.append(cell(fmt.integer(v) if v is not None else fmt.NA, fmt.num(v), "na" if v is None else ""))

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from .. import __version__ as FRAMEVAL_VERSION
 from . import fmt
-from .model import d_
 from ..catalog import BY_KEY
+from ..result import as_dict
 from .spec import framework_name
 
 
@@ -27,8 +27,8 @@ def git_commit(repo: Path):
 def machines(rows, S) -> list:
     found = {}
     for w in rows:
-        env = d_(w["r"].get("environment"))
-        m = d_(env.get("machine"))
+        env = w.result.environment
+        m = as_dict(env.get("machine"))
         host = str(m.get("hostname") or fmt.NA)
         e = found.setdefault(host, {"host": host, "cpu": m.get("cpu"), "cores": m.get("cores"),
                                     "memory_gb": m.get("memory_gb"), "os": m.get("os"), "gpus": set(), "drivers": set()})
@@ -50,13 +50,13 @@ def machines(rows, S) -> list:
 
 
 def _recorded(frows, key):
-    return {str(d_(w["r"].get("environment")).get(key)) for w in frows if d_(w["r"].get("environment")).get(key)}
+    return {str(w.result.environment.get(key)) for w in frows if w.result.environment.get(key)}
 
 
 def _user_env(frows, elist, version, S) -> str:
     """"provided by the user", with the version that ran beside the spec's pin,
     when an environment came from `--python FW=...`; "" otherwise."""
-    recorded = [d_(w["r"].get("environment")) for w in frows]
+    recorded = [w.result.environment for w in frows]
     if not any(e.get("provided_by_user") for e in recorded) and \
             not any(e.get("provided_by_user") or e.get("backend") == "user" for e in elist):
         return ""
@@ -69,7 +69,7 @@ def _user_env(frows, elist, version, S) -> str:
 def framework_env(fw, rows, elist, S) -> dict:
     frows = [w for w in rows if w["fw"] == fw]
     pys = _recorded(frows, "python") | {str(e["python"]) for e in elist if e.get("python")}
-    threads = sorted({str(w["r"].get("threads")) for w in frows if w["r"].get("threads") is not None})
+    threads = sorted({str(w.result.threads) for w in frows if w.result.threads is not None})
     packages, specs = [], []
     names = BY_KEY[fw].packages if fw in BY_KEY else (fw,)
     for e in elist:
@@ -108,9 +108,9 @@ def environment(rows, envs, frameworks, S):
 
 
 # ------------------------------------------------------------------ metadata
-def metadata(a, rows, plans, env, frameworks, multi_host, S, now) -> list:
+def metadata(request, rows, plans, env, frameworks, multi_host, S, now) -> list:
     plan = plans[0] if plans else {}
-    commit = plan.get("git_commit") or git_commit(a["repo"])
+    commit = plan.get("git_commit") or git_commit(request["repo"])
     versions = []
     for fw in frameworks:
         vs = sorted({str(w["version"]) for w in rows if w["fw"] == fw and w["version"]})
@@ -121,7 +121,7 @@ def metadata(a, rows, plans, env, frameworks, multi_host, S, now) -> list:
         devices.append((f"{m['host']}: " if multi_host else "") + d)
     n_failed = len([w for w in rows if not w["ok"]])
     n_check = len([w for w in rows if w["check_failed"]])
-    meta = [(S("meta_title"), a["title"]), (S("meta_author"), a["author"] or fmt.NA),
+    meta = [(S("meta_title"), request["title"]), (S("meta_author"), request["author"] or fmt.NA),
             (S("meta_date"), now.strftime("%Y-%m-%d %H:%M %Z").strip()),
             (S("meta_frameval"), f"{plan.get('frameval_version') or FRAMEVAL_VERSION}" + (f" ({S('commit')} {commit})" if commit else "")),
             (S("meta_frameworks"), S.join(versions) or fmt.NA), (S("meta_device"), "; ".join(devices) or fmt.NA),
@@ -132,7 +132,7 @@ def metadata(a, rows, plans, env, frameworks, multi_host, S, now) -> list:
             meta.append((S(label), str(plan[key])))
     if plan.get("overrides"):
         meta.append((S("meta_overrides"), fmt.value(plan["overrides"])))
-    meta.append((S("meta_sources"), ", ".join(Path(s).name or s for s in a["sources"]) or fmt.NA))
+    meta.append((S("meta_sources"), ", ".join(Path(s).name or s for s in request["sources"]) or fmt.NA))
     return meta
 
 
@@ -171,12 +171,12 @@ def env_specs(frameworks, envs, repo: Path) -> list:
     return specs
 
 
-def reproduce(a, plans, frameworks, envs) -> dict:
+def reproduce(request, plans, frameworks, envs) -> dict:
     plan = plans[0] if plans else {}
-    collect = collect_command(a["sources"], a["out_dir"], a["lang"], a["name"], a["title_arg"], a["author"],
-                              a["notes_file"], a["repo"])
-    command = a["command"] or plan.get("command") or collect
+    collect = collect_command(request["sources"], request["out_dir"], request["lang"], request["name"], request["title_arg"], request["author"],
+                              request["notes_file"], request["repo"])
+    command = request["command"] or plan.get("command") or collect
     pc = plan.get("command") if plan.get("command") and plan.get("command") != command else ""
     return {"command": command, "command_fence": fmt.fence(command or fmt.NA, "bash"), "plan_command": pc,
             "plan_fence": fmt.fence(pc or "", "bash"), "collect": collect,
-            "specs": env_specs(frameworks, envs, a["repo"])}
+            "specs": env_specs(frameworks, envs, request["repo"])}

@@ -9,22 +9,23 @@ those no run in this report applied, from the notebooks that declare them
 from __future__ import annotations
 
 from .. import defects as dfx
+from ..result import Result, as_dict, as_list
 from . import fmt
-from .model import cell, d_, header, l_
+from .cells import cell, header
 from .spec import framework_name, order_key
 
 SUBSTITUTE_MARK = "†"
 
 
 # ------------------------------------------------------------------ the speed tables
-def substitutes(r) -> list:
+def substitutes(r: Result) -> list:
     """The substitute layers a run used (its workaround records that name one)."""
-    return [str(w.get("substitute")) for w in l_(r.get("workarounds")) if isinstance(w, dict) and w.get("substitute")]
+    return [str(w.get("substitute")) for w in r.workarounds if isinstance(w, dict) and w.get("substitute")]
 
 
 def mark_substitute(c: dict, w, S) -> dict:
     """The samples/s cell of a run that used a substitute layer: marked, the layers in its tooltip."""
-    subs = substitutes(w["r"])
+    subs = substitutes(w.result)
     if subs:
         c = dict(c, t=f"{c['t']} {SUBSTITUTE_MARK}",
                  title=((c.get("title") or "") + " " + S("tip_substitute", layers="; ".join(subs))).strip())
@@ -36,7 +37,7 @@ def _applied(rows) -> dict:
     """{(framework, id): {"record": the first record, "runs": [labels]}} from the runs."""
     out: dict = {}
     for w in rows:
-        for rec in l_(w["r"].get("workarounds")):
+        for rec in w.result.workarounds:
             if not isinstance(rec, dict) or not rec.get("id"):
                 continue
             e = out.setdefault((w["fw"], str(rec["id"])), {"record": rec, "runs": []})
@@ -54,7 +55,7 @@ def _status_text(fw, wid, tables, S) -> tuple:
     for t in tables:
         if t.get("framework") != fw:
             continue
-        for r in l_(t.get("results")):
+        for r in as_list(t.get("results")):
             if isinstance(r, dict) and r.get("id") == wid:
                 label = "" if t.get("label") in (None, "pinned") else f" ({t['label']})"
                 parts.append(f"{t.get('version') or fmt.NA}{label}: {S('defect_' + r.get('status', '').replace(' ', '_'))}")
@@ -77,7 +78,7 @@ def defects_table(rows, frameworks, S, tables=None) -> dict:
         sites = dfx.workaround_sites(fw)
         for d in dfx.catalogue([fw]):
             got = applied.get((fw, d.id))
-            rec = d_(got and got["record"])
+            rec = as_dict(got and got["record"])
             status, fixed = _status_text(fw, d.id, tables, S)
             if fixed and d.id in sites:
                 candidates.append(S("defect_candidate", framework=framework_name(fw), id=d.id))
@@ -103,10 +104,6 @@ def _script_link(d) -> str:
 
 
 # ------------------------------------------------------------------ installing it
-def _na(v, f=str):
-    return (f(v), v) if v is not None else (None, None)
-
-
 def install_table(envs, frameworks, S) -> dict:
     """The "Installing it" table: one row per framework environment, from the
     `install` facts envs.py recorded (at build, or read afterwards)."""
@@ -131,22 +128,22 @@ def _downloaded(ins, S):
     v = ins.get("downloaded_mb")
     if v is None:
         return cell(S("not_recorded"), None, "na")
-    top = ", ".join(f"{n} {fmt.mb(mb)}" for n, mb in l_(ins.get("downloads")))
+    top = ", ".join(f"{n} {fmt.mb(mb)}" for n, mb in as_list(ins.get("downloads")))
     return cell(fmt.mb(v) if v > 0 else S("downloaded_none"), v, "", top)
 
 
 def _install_row(fw, e, S) -> list:
-    ins = d_(e.get("install"))
-    wheel = d_(ins.get("framework_wheel"))
+    ins = as_dict(e.get("install"))
+    wheel = as_dict(ins.get("framework_wheel"))
     allows = " · ".join(x for x in (f"Requires-Python {wheel['requires_python']}" if wheel.get("requires_python") else "",
-                                    ", ".join(sorted({t.split("-")[0] for t in l_(wheel.get("wheel_tags"))})))
+                                    ", ".join(sorted({t.split("-")[0] for t in as_list(wheel.get("wheel_tags"))})))
                         if x) or fmt.NA
-    numpy = "; ".join(x for x in (S("numpy_spec", pin=", ".join(l_(ins.get("numpy_spec")))) if ins.get("numpy_spec") else "",
-                                  S("numpy_requires", req=", ".join(l_(wheel.get("numpy_requires"))))
+    numpy = "; ".join(x for x in (S("numpy_spec", pin=", ".join(as_list(ins.get("numpy_spec")))) if ins.get("numpy_spec") else "",
+                                  S("numpy_requires", req=", ".join(as_list(wheel.get("numpy_requires"))))
                                   if wheel.get("numpy_requires") else "",
                                   S("numpy_installed", v=ins["numpy_installed"]) if ins.get("numpy_installed") else "")
                       if x) or fmt.NA
-    warn = l_(ins.get("warnings")) + [f"error: {x}" for x in l_(ins.get("errors"))]
+    warn = as_list(ins.get("warnings")) + [f"error: {x}" for x in as_list(ins.get("errors"))]
     warn_cell = (cell(S("install_none"), 0) if ins.get("warnings") is not None and not warn else
                  cell(S("install_n_warnings", n=len(warn)), len(warn), "warn", "\n".join(warn)) if warn else
                  cell(S("not_recorded"), None, "na"))

@@ -3,9 +3,11 @@ backs it. Speed is ranked by samples/s (never by seconds per epoch: runs may
 train different sample counts)."""
 from __future__ import annotations
 
+from ..catalog import WORKLOAD_BY_KEY
 from . import fmt
 from .media import dev_suffix, wl_name
-from .model import fastest_by_device, final, speed_ratio
+from .model import fastest_by_device, speed_ratio
+from .tables import QUALITY_FORMAT
 
 
 def speed_findings(wl, wrows, S) -> list:
@@ -29,20 +31,20 @@ def memory_findings(wl, wrows, S) -> list:
     out = []
     devices = sorted({w["device"] for w in wrows})
     for dev in devices:
-        ok = [w for w in wrows if w["ok"] and w["device"] == dev and fmt.num(w["peak_rss_mb"]) is not None]
+        ok = [w for w in wrows if w["ok"] and w["device"] == dev and fmt.num(w.result.peak_rss_mb) is not None]
         if not ok:
             continue
-        lo = min(ok, key=lambda w: fmt.num(w["peak_rss_mb"]))
-        hi = max(ok, key=lambda w: fmt.num(w["peak_rss_mb"]))
+        lo = min(ok, key=lambda w: fmt.num(w.result.peak_rss_mb))
+        hi = max(ok, key=lambda w: fmt.num(w.result.peak_rss_mb))
         key = "finding_memory" if lo is not hi else "finding_memory_single"
         out.append({"kind": "memory", "anchor": f"wl-{wl}",
                     "text": S(key, workload=wl_name(S, wl) + dev_suffix(S, dev, devices), run=lo["label"],
-                              mb=fmt.mb(lo["peak_rss_mb"]), run2=hi["label"], mb2=fmt.mb(hi["peak_rss_mb"]))})
-    okd = [w for w in wrows if w["ok"] and fmt.num(w["peak_device_mb"]) is not None]
+                              mb=fmt.mb(lo.result.peak_rss_mb), run2=hi["label"], mb2=fmt.mb(hi.result.peak_rss_mb))})
+    okd = [w for w in wrows if w["ok"] and fmt.num(w.result.peak_device_mb) is not None]
     if okd:
-        lo = min(okd, key=lambda w: fmt.num(w["peak_device_mb"]))
+        lo = min(okd, key=lambda w: fmt.num(w.result.peak_device_mb))
         out.append({"kind": "memory", "anchor": f"wl-{wl}",
-                    "text": S("finding_device_memory", workload=wl_name(S, wl), run=lo["label"], mb=fmt.mb(lo["peak_device_mb"]))})
+                    "text": S("finding_device_memory", workload=wl_name(S, wl), run=lo["label"], mb=fmt.mb(lo.result.peak_device_mb))})
     return out
 
 
@@ -56,22 +58,22 @@ def quality_finding(wl, wrows, S):
     ok = [w for w in wrows if w["ok"]]
     name = wl_name(S, wl)
     if wl in ("lenet", "lstm"):
-        key = "test_acc" if wl == "lenet" else "val_r2"
-        vals = [x for x in ((w, fmt.num(final(w["r"], key))) for w in ok) if x[1] is not None]
+        workload = WORKLOAD_BY_KEY[wl]
+        vals = [x for x in ((w, fmt.num(w.result.quality())) for w in ok) if x[1] is not None]
         if not vals:
             return None
-        show = fmt.percent if wl == "lenet" else (lambda v: fmt.fixed(v, 4))
+        show = QUALITY_FORMAT[workload.quality.key]
         best, worst = _extremes(vals)
         if best[1] == worst[1]:
-            return S("finding_quality_same", workload=name, metric=S("col_test_acc" if wl == "lenet" else "col_val_r2"),
+            return S("finding_quality_same", workload=name, metric=S(workload.quality.label),
                      value=show(best[1]), n=len(vals))
         if wl == "lenet":
             return S("finding_lenet_acc", workload=name, run=best[0]["label"], acc=show(best[1]),
                      run2=worst[0]["label"], acc2=show(worst[1]))
         return S("finding_lstm_r2", workload=name, run=best[0]["label"], r2=show(best[1]),
-                 rmse=fmt.sig(best[0]["r"].get("val_rmse")), run2=worst[0]["label"], r2b=show(worst[1]))
+                 rmse=fmt.sig(best[0].result.metric("val_rmse")), run2=worst[0]["label"], r2b=show(worst[1]))
     if wl == "dcgan":
-        vals = [(w, fmt.num(final(w["r"], "gen_loss")), fmt.num(final(w["r"], "disc_loss"))) for w in ok]
+        vals = [(w, fmt.num(w.result.metric("gen_loss")), fmt.num(w.result.metric("disc_loss"))) for w in ok]
         vals = [x for x in vals if x[1] is not None]
         if vals:
             return S("finding_dcgan", workload=name, items=S.join(f"{w['label']} {fmt.sig(g, 3)}/{fmt.sig(d, 3)}"
@@ -100,17 +102,17 @@ def run_findings(rows, errors, check_failed, S) -> list:
 
 def audit_findings(rows, audits, S) -> list:
     out = []
-    pflags = [f for a in audits for f in a["flags"] if f["kind"] == "params"]
+    pflags = [f for audit in audits for f in audit["flags"] if f["kind"] == "params"]
     if pflags:
         out.append({"kind": "params", "flag": True, "anchor": "audit",
                     "text": S("finding_params", items=S.join(f["text"] for f in pflags))})
-    for a in audits:
+    for audit in audits:
         for kind, key in (("setting", "finding_settings"), ("threads", "finding_threads"), ("scope", "finding_scope")):
-            fl = [f for f in a["flags"] if f["kind"] == kind]
+            fl = [f for f in audit["flags"] if f["kind"] == kind]
             if fl:
-                out.append({"kind": "settings", "flag": True, "anchor": a["anchor"],
-                            "text": S(key, workload=a["name"], keys=S.join(f["text"] for f in fl))})
-    nc = [w for w in rows if w["ok"] and w["mode"] == "graph" and w["compiled"] is False]
+                out.append({"kind": "settings", "flag": True, "anchor": audit["anchor"],
+                            "text": S(key, workload=audit["name"], keys=S.join(f["text"] for f in fl))})
+    nc = [w for w in rows if w["ok"] and w["mode"] == "graph" and w.result.compiled is False]
     if nc:
         out.append({"kind": "compile", "flag": True, "anchor": "audit",
                     "text": S("finding_not_compiled", items=S.join(f"{w['label']} / {wl_name(S, w['workload'])}" for w in nc))})
@@ -119,7 +121,7 @@ def audit_findings(rows, audits, S) -> list:
         out.append({"kind": "noisy", "flag": True, "anchor": f"wl-{noisy[0]['workload']}",
                     "text": S("finding_noisy", items=S.join(S("noisy_item", run=f"{w['label']} / {wl_name(S, w['workload'])}",
                                                                          spread=f"{w['spread'] * 100:.0f}%") for w in noisy))})
-    reused = [w for w in rows if w["reused"]]
+    reused = [w for w in rows if w.result.reused]
     if reused:
         out.append({"kind": "reused", "anchor": "metadata",
                     "text": S("finding_reused", n=len(reused), items=S.join(f"{w['label']} / {wl_name(S, w['workload'])}" for w in reused))})

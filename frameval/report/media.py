@@ -6,15 +6,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..catalog import WORKLOAD_BY_KEY
+from ..result import as_list
 from . import charts as ch
 from . import fmt
-from .model import fastest_by_device, final, l_, d_, speed_ratio
+from .model import fastest_by_device, speed_ratio
 
 METRICS = {"lenet": [("train_loss", "axis_loss"), ("test_loss", "axis_loss"), ("test_acc", "axis_accuracy")],
            "dcgan": [("gen_loss", "axis_loss"), ("disc_loss", "axis_loss")],
            "lstm": [("train_mse", "axis_mse"), ("val_mse", "axis_mse")]}
-QUALITY = {"lenet": ("test_acc", "axis_accuracy", True), "lstm": ("val_r2", "axis_r2", True),
-           "dcgan": ("gen_loss", "axis_final_gen_loss", None)}
 
 
 def wl_name(S, wl):
@@ -44,15 +44,15 @@ def workload_media(wl, wrows, S, charts, name, assets_dir: Path, problems):
     cap = S("chart_speed", workload=wlname)
     out["charts"].append(figure(problems, S, cap, charts.bars, f"{wl}-speed", cap, S("axis_samples_per_s"), speed,
                                 whisk, S("chart_speed_note")))
-    series = [(S("series_peak_rss"), [w["peak_rss_mb"] for w in ok], ""),
-              (S("series_rss_import"), [w["rss_after_import_mb"] for w in ok], ""),
-              (S("series_peak_device"), [w["peak_device_mb"] for w in ok], "//")]
+    series = [(S("series_peak_rss"), [w.result.peak_rss_mb for w in ok], ""),
+              (S("series_rss_import"), [w.result.rss_after_import_mb for w in ok], ""),
+              (S("series_peak_device"), [w.result.peak_device_mb for w in ok], "//")]
     cap = S("chart_memory", workload=wlname)
     out["charts"].append(figure(problems, S, cap, charts.grouped_bars, f"{wl}-memory", cap, S("axis_mb"),
                                 [w["short"] for w in ok], series))
     panels = []
     for key, ylab in METRICS.get(wl, []):
-        ser = [(w["label"], w["fw"], w["mode"], [e.get(key) if isinstance(e, dict) else None for e in l_(w["r"].get("epochs"))])
+        ser = [(w["label"], w["fw"], w["mode"], [e.get(key) if isinstance(e, dict) else None for e in w.result.epochs])
                for w in wrows]
         panels.append((S("metric_" + key), S(ylab), ser))
     cap = S("chart_curves", workload=wlname)
@@ -68,8 +68,8 @@ def workload_media(wl, wrows, S, charts, name, assets_dir: Path, problems):
 
 def dcgan_media(w, i, S, name, assets_dir, problems, out):
     """The run's per-epoch grids as an animated GIF, and its last grid."""
-    base = Path(str(w["r"].get("_dir") or "."))
-    paths = [base / str(g) for g in l_(w["r"].get("grids"))]
+    base = Path(w.result.dir or ".")
+    paths = [base / str(g) for g in w.result.grids]
     paths = [p for p in paths if p.is_file()]
     if not paths:
         return
@@ -91,9 +91,9 @@ def dcgan_media(w, i, S, name, assets_dir, problems, out):
 def _prediction(wrows, S, charts, problems):
     truth, ser = None, []
     for w in wrows:
-        s = d_(w["r"].get("series"))
-        if w["ok"] and l_(s.get("val_pred")):
-            truth = truth or l_(s.get("val_true"))
+        s = w.result.series
+        if w["ok"] and as_list(s.get("val_pred")):
+            truth = truth or as_list(s.get("val_true"))
             ser.append((w["label"], w["fw"], w["mode"], s["val_pred"]))
     cap = S("chart_prediction")
     return figure(problems, S, cap, charts.prediction, "lstm-prediction", cap, S("axis_val_index"), S("axis_ppm"),
@@ -119,26 +119,28 @@ def _speed_panels(rows, wls, S):
 def _memory_panels(rows, wls, S):
     panels = []
     for wl in wls:
-        m = [w for w in rows if w["workload"] == wl and w["ok"] and fmt.num(w["peak_rss_mb"]) is not None]
+        m = sorted([(w, fmt.num(w.result.peak_rss_mb)) for w in rows if w["workload"] == wl and w["ok"]
+                    and fmt.num(w.result.peak_rss_mb) is not None], key=lambda x: x[1])
         if m:
-            lo = min(fmt.num(w["peak_rss_mb"]) for w in m)
-            panels.append((wl_name(S, wl), S("axis_mb"), [(w["label"], fmt.num(w["peak_rss_mb"]), w["fw"],
-                                                          fmt.num(w["peak_rss_mb"]) == lo)
-                                                         for w in sorted(m, key=lambda w: fmt.num(w["peak_rss_mb"]))]))
+            lo = m[0][1]
+            panels.append((wl_name(S, wl), S("axis_mb"), [(w["label"], mb, w["fw"], mb == lo) for w, mb in m]))
     return panels
 
 
 def _quality_panels(rows, wls, S):
+    """Per workload, each run's quality figure (the catalog's), the best marked
+    where the figure has a better direction."""
     panels = []
     for wl in wls:
-        key, lab, hib = QUALITY.get(wl, (None, None, None))
-        if not key:
+        workload = WORKLOAD_BY_KEY.get(wl)
+        if workload is None:
             continue
-        vals = [(w, fmt.num(final(w["r"], key))) for w in rows if w["workload"] == wl and w["ok"]]
+        hib = workload.quality.higher_is_better
+        vals = [(w, fmt.num(w.result.quality())) for w in rows if w["workload"] == wl and w["ok"]]
         vals = [x for x in vals if x[1] is not None]
         if vals:
-            b = max(v for _, v in vals) if hib else None
-            panels.append((wl_name(S, wl), S(lab), [(w["label"], v, w["fw"], v == b) for w, v in vals]))
+            b = None if hib is None else (max if hib else min)(v for _, v in vals)
+            panels.append((wl_name(S, wl), S(workload.quality.axis), [(w["label"], v, w["fw"], v == b) for w, v in vals]))
     return panels
 
 

@@ -1,55 +1,34 @@
 """From result files to rows: one per run (repeats folded in), labelled so that
-two rows never read alike. Tables are in `tables`, the audit in `audit`, the
-numerical check in `check`, the findings in `findings`. Everything here is
-data; the templates only lay it out.
-
-A table is {"id", "headers": [{"t", "num"}], "rows": [[cell, ...]], "sortable",
-"row_ids"}; a cell is {"t": text, "v": raw value for sorting/tests, "cls": css
-class, "title": tooltip, "md": Markdown text when it differs}. Classes: "flag"
-(red: a mismatch, a failure), "warn" (amber), "ok", "na", "best", "decl".
+two rows never read alike. Tables are in `tables` (their cells: `cells`), the
+audit in `audit`, the numerical check in `check`, the findings in `findings`.
+Everything here is data; the templates only lay it out.
 
 Results come from several versions of the notebooks: any field may be missing
-or of another type. Missing is "not available" (n/a), never 0.
+or of another type, which `Result.from_dict` (frameval/result.py) reads as
+None or empty. Missing is "not available" (n/a), never 0.
 """
 from __future__ import annotations
 
 import json
 import math
-import re
 import statistics
 from pathlib import Path
 
-from ..files import OUTPUT_NB, PLAN, RUNS
+from ..files import PLAN, RUNS
+from ..result import COMPLETED, Result
+from ..results import is_repeat_dir
+from ..versionkey import version_key
 from . import fmt
 from .spec import MODES, WORKLOADS, framework_name, order_key
-from .versions import name_versions, version_key
+from .versions import name_versions
 
 NOISY_SPREAD = 0.10
-COMPLETED = ("ok", "check_failed")   # the run finished and measured; check_failed: its numerical check failed
 VARIANT_SKIP = {"out_dir", "mode", "device", "check"}
 VARIANT_KEYS_SHOWN = 4
 
 
-def cell(t, v=None, cls="", title="", md=None):
-    c = {"t": "" if t is None else str(t), "v": v, "cls": cls, "title": title or ""}
-    if md is not None:
-        c["md"] = md
-    return c
-
-
-def header(t, num=False, title=""):
-    return {"t": t, "num": num, "title": title}
-
-
-def d_(v) -> dict:
-    return v if isinstance(v, dict) else {}
-
-
-def l_(v) -> list:
-    return v if isinstance(v, list) else []
-
-
-def s_(v, default="?") -> str:
+def as_text(v, default="?") -> str:
+    """A value shown as text: `default` when it was not recorded (None or empty)."""
     return default if v is None or v == "" else str(v)
 
 
@@ -84,7 +63,7 @@ def load_sources(sources):
         for f in sorted((Path(src) / "environments").glob("*.json")):
             e = read_json(f)
             if isinstance(e, dict):
-                fw = s_(e.get("framework"), f.stem)
+                fw = as_text(e.get("framework"), f.stem)
                 e["_source"] = str(src)
                 same = [x for x in envs.setdefault(fw, [])
                         if (x.get("key"), x.get("spec_name"), x.get("freeze")) == (e.get("key"), e.get("spec_name"), e.get("freeze"))]
@@ -93,35 +72,9 @@ def load_sources(sources):
     return plans, envs
 
 
-def load_repeats(sources) -> list:
-    """The repeat runs r2/, r3/ ... (results.load_runs reads only the first), so
-    that a repeat that failed shows in the report."""
-    from ..results import read_result
-    out = []
-    for src in sources:
-        for res in sorted((Path(src) / RUNS).glob("*/*/r*/result.json")):
-            if not _is_repeat_dir(str(res.parent)):
-                continue
-            r = read_result(res)
-            r.update(_dir=str(res.parent), _source=str(src))
-            nbp = res.parent / OUTPUT_NB
-            r["_notebook"] = str(nbp) if nbp.exists() else None
-            out.append(r)
-    return out
-
-
-def _host(r):
-    h = d_(d_(r.get("environment")).get("machine")).get("hostname")
-    return None if h is None or h == "" else str(h)
-
-
-def _is_repeat_dir(d: str) -> bool:
-    return bool(re.fullmatch(r"r\d+", Path(d).name))
-
-
-def run_id(r) -> str:
+def run_id(r: Result) -> str:
     """`<source folder name>/<framework>/<run folder>`: names the run in the HTML (data-run)."""
-    d, src = Path(str(r.get("_dir") or "")), Path(str(r.get("_source") or ""))
+    d, src = Path(r.dir or ""), Path(r.source or "")
     try:
         rel = d.relative_to(src / RUNS).as_posix()
     except ValueError:
@@ -131,28 +84,23 @@ def run_id(r) -> str:
 
 # ------------------------------------------------------------------ rows
 class Row(dict):
-    """One framework x workload x mode x device (x machine) run, repeats folded in."""
+    """One framework x workload x mode x device (x machine) run, repeats folded
+    in: what the tables show, by key (w["samples_per_s"]: over the repeats), and
+    the run's own records as attributes: `w.result`, the first repeat's Result,
+    and `w.extra`, the other repeats' Results."""
 
-
-def _last_epoch(r, key):
-    for e in reversed(l_(r.get("epochs"))):
-        if isinstance(e, dict) and key in e:
-            return e.get(key)
-    return None
-
-
-def final(r, key):
-    v = r.get(key)
-    return v if v is not None else _last_epoch(r, key)
+    def __init__(self, result: Result, extra=(), **shown):
+        super().__init__(**shown)
+        self.result, self.extra = result, list(extra)
 
 
 def _group(runs) -> list:
     groups: dict = {}
     for r in runs:
-        d = str(r.get("_dir") or "")
-        base = str(Path(d).parent) if d and _is_repeat_dir(d) else d
-        g = groups.setdefault((str(r.get("_source")), base or id(r)), {"main": None, "extra": []})
-        if (d and _is_repeat_dir(d)) or g["main"] is not None:
+        d = r.dir or ""
+        base = str(Path(d).parent) if d and is_repeat_dir(d) else d
+        g = groups.setdefault((str(r.source), base or id(r)), {"main": None, "extra": []})
+        if (d and is_repeat_dir(d)) or g["main"] is not None:
             g["extra"].append(r)
         else:
             g["main"] = r
@@ -160,6 +108,8 @@ def _group(runs) -> list:
 
 
 def make_rows(runs, S, multi_host=False, problems=None) -> list:
+    """The rows of results (Result, or result dicts as results.load_runs reads them)."""
+    runs = [r if isinstance(r, Result) else Result.from_dict(r) for r in runs]
     rows = []
     for main, extra in _group(runs):
         if problems is None:
@@ -178,53 +128,40 @@ def make_rows(runs, S, multi_host=False, problems=None) -> list:
     return rows
 
 
-def broken_row(r, reason, S) -> Row:
+def broken_row(r: Result, reason, S) -> Row:
     """A run the report could not read: shown as failed, with the reason."""
-    r = r if isinstance(r, dict) else {}
-    raw = {k: r.get(k) for k in ("_dir", "_source", "_notebook")}
-    raw["error"] = {"type": "ReportError", "message": S("row_unreadable", reason=reason), "traceback": ""}
-    w = Row(r=raw, extra=[], fw=s_(r.get("framework")), version=None, workload=s_(r.get("workload")),
-            mode=s_(r.get("mode")), device=s_(r.get("device"), "cpu"), host=None, ok=False, check_failed=False,
-            status="failed", reused=False, id=run_id(r), variant="", extra_failed=[], noisy=False, spread=None,
+    error = {"type": "ReportError", "message": S("row_unreadable", reason=reason), "traceback": ""}
+    shown = Result.from_dict({"_dir": r.dir, "_source": r.source, "_notebook": r.notebook, "error": error})
+    w = Row(shown, [], fw=as_text(r.framework), version=None, workload=as_text(r.workload),
+            mode=as_text(r.mode), device=as_text(r.device, "cpu"), host=None, ok=False, check_failed=False,
+            status="failed", id=run_id(r), variant="", extra_failed=[], noisy=False, spread=None,
             steady=None, steady_lo=None, steady_hi=None, steady_kind="epochs", n_repeats=1, samples_per_s=None,
-            sps_lo=None, sps_hi=None, first=None, params_total=None, compiled=None, graph_scope=None,
-            memory={}, threads_effective=None)
+            sps_lo=None, sps_hi=None, params_total=None)
     w["fw_name"] = framework_name(w["fw"])
-    for k in ("peak_rss_mb", "rss_after_import_mb", "peak_device_mb", "peak_device_driver_mb", "data_placement"):
-        w[k] = None
     return w
 
 
-def _row(r, extra, S) -> Row:
-    fw = s_(r.get("framework"))
-    status = s_(r.get("status"), "unknown")
-    w = Row(r=r, extra=extra, fw=fw, fw_name=framework_name(fw), workload=s_(r.get("workload")),
-            version=None if r.get("framework_version") in (None, "") else str(r.get("framework_version")),
-            mode=s_(r.get("mode")), device=s_(r.get("device"), "cpu"), host=_host(r), status=status,
-            ok=status in COMPLETED, check_failed=status == "check_failed", reused=bool(r.get("reused")),
-            id=run_id(r), variant="")
+def _row(r: Result, extra, S) -> Row:
+    fw = as_text(r.framework)
+    status = as_text(r.status, "unknown")
+    w = Row(r, extra, fw=fw, fw_name=framework_name(fw), workload=as_text(r.workload), version=r.framework_version or None,
+            mode=as_text(r.mode), device=as_text(r.device, "cpu"), host=r.host, status=status,
+            ok=status in COMPLETED, check_failed=status == "check_failed", id=run_id(r), variant="")
     _timing(w, r, extra)
-    for k in ("peak_rss_mb", "rss_after_import_mb", "peak_device_mb", "peak_device_driver_mb", "data_placement"):
-        w[k] = r.get(k)
-    w["memory"] = d_(r.get("memory"))
-    counts = d_(r.get("param_counts"))
-    nums = [fmt.num(v) for v in counts.values()]
-    w["params_total"] = int(sum(nums)) if counts and all(v is not None for v in nums) and math.isfinite(sum(nums)) else None
-    w["compiled"] = r.get("compiled")
-    w["graph_scope"] = r.get("graph_scope") if isinstance(r.get("graph_scope"), dict) else None
-    w["threads_effective"] = r.get("threads_effective") if isinstance(r.get("threads_effective"), dict) else None
+    nums = [fmt.num(v) for v in r.param_counts.values()]
+    complete = r.param_counts and all(v is not None for v in nums) and math.isfinite(sum(nums))
+    w["params_total"] = int(sum(nums)) if complete else None
     return w
 
 
-def _timing(w, r, extra):
+def _timing(w, r: Result, extra):
     """Steady time per epoch and samples/s; repeats fold into their median with min–max."""
-    rep_vals = [v for v in (fmt.num(x) for x in l_(r.get("repeats"))) if v is not None]
+    rep_vals = [v for v in (fmt.num(x) for x in r.repeats) if v is not None]
     if not rep_vals and extra:
-        rep_vals = [v for v in (fmt.num(x.get("steady_epoch_s")) for x in [r] + extra if x.get("status") == "ok")
+        rep_vals = [v for v in (fmt.num(x.steady_epoch_s) for x in [r] + extra if x.status == "ok")
                     if v is not None]
-    w["extra_failed"] = [x for x in extra if x.get("status") != "ok"]
-    steady, sps = fmt.num(r.get("steady_epoch_s")), fmt.num(r.get("samples_per_s"))
-    w["first"] = r.get("first_epoch_s")
+    w["extra_failed"] = [x for x in extra if x.status != "ok"]
+    steady, sps = fmt.num(r.steady_epoch_s), fmt.num(r.samples_per_s)
     if len(rep_vals) > 1:
         med = statistics.median(rep_vals)
         w.update(steady=med, steady_lo=min(rep_vals), steady_hi=max(rep_vals), steady_kind="repeats",
@@ -232,7 +169,7 @@ def _timing(w, r, extra):
         scaled = div(sps * steady, med) if sps is not None and steady else None
         w["samples_per_s"] = scaled if scaled is not None else sps
     else:
-        w.update(steady=steady, steady_lo=fmt.num(r.get("steady_min_s")), steady_hi=fmt.num(r.get("steady_max_s")),
+        w.update(steady=steady, steady_lo=fmt.num(r.steady_min_s), steady_hi=fmt.num(r.steady_max_s),
                  steady_kind="epochs", n_repeats=1, spread=None, samples_per_s=sps)
     # samples/s in the slowest and the fastest steady epoch (or repeat): the whiskers
     sps, base = w["samples_per_s"], w["steady"]
@@ -257,13 +194,13 @@ def set_labels(w, multi_host):
 
 def _facts(w) -> dict:
     """What may tell two runs of the same framework and mode apart."""
-    r = w["r"]
-    out = {k: v for k, v in d_(r.get("params")).items() if k not in VARIANT_SKIP}
-    for k, v in d_(r.get("settings")).items():
+    r = w.result
+    out = {k: v for k, v in r.params.items() if k not in VARIANT_SKIP}
+    for k, v in r.settings.items():
         out.setdefault(k, v)
     out["version"] = w["version"]
-    out["n_train"] = d_(r.get("data")).get("n_train")
-    out["threads"] = r.get("threads")
+    out["n_train"] = r.data.get("n_train")
+    out["threads"] = r.threads
     return out
 
 
@@ -272,9 +209,9 @@ def _short(t: str, n: int = 40) -> str:
 
 
 def _source_names(g) -> dict:
-    names = {id(w): Path(str(w["r"].get("_source") or "")).name for w in g}
+    names = {id(w): Path(w.result.source or "").name for w in g}
     if len(set(names.values())) < len(g):
-        names = {id(w): str(w["r"].get("_source") or "") for w in g}
+        names = {id(w): w.result.source or "" for w in g}
     return names
 
 

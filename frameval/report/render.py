@@ -127,8 +127,8 @@ def _md_env(templates: str) -> jinja2.Environment:
     return env
 
 
-def _plain(what, fn, *a, **k):
-    return Markup(fn(*a, **k))
+def _plain(what, fn, *args, **kw):
+    return Markup(fn(*args, **kw))
 
 
 def render_html(ctx: dict, templates: Path, assets: Path, problems=None) -> str:
@@ -144,7 +144,7 @@ def render_markdown(ctx: dict, templates: Path, problems=None) -> str:
     return re.sub(r"\n{3,}", "\n\n", text).lstrip()
 
 
-def render_all(ctx, templates: Path, assets: Path, problems, S, a) -> tuple:
+def render_all(ctx, templates: Path, assets: Path, problems, S, request) -> tuple:
     """(Markdown, HTML). A part that fails during rendering is recorded; then
     both are rendered again so that each lists every failure. When a whole
     template fails, a plain page says why and lists what failed."""
@@ -156,9 +156,9 @@ def render_all(ctx, templates: Path, assets: Path, problems, S, a) -> tuple:
         if len(problems.items) == seen:
             break
     if md is None:
-        md = fallback_markdown(a["title"], problems, S)
+        md = fallback_markdown(request["title"], problems, S)
     if html is None:
-        html = fallback_html(a["title"], problems, S, a["lang"])
+        html = fallback_html(request["title"], problems, S, request["lang"])
     return md, html
 
 

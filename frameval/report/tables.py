@@ -6,10 +6,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ..catalog import WORKLOAD_BY_KEY
+from ..result import Result
 from . import fmt
+from .cells import cell, header
 from .check import check_summary
 from .defects import mark_substitute
-from .model import cell, d_, fastest_by_device, final, header, l_, speed_ratio
+from .model import fastest_by_device, speed_ratio
 from .spec import audit_count, framework_name, match_counts
 
 TRACEBACK_LINES = 15
@@ -21,28 +24,32 @@ MEMORY_KEYS = (("after_import_mb", "col_mem_import"), ("after_data_mb", "col_mem
 
 
 # ------------------------------------------------------------------ workload table
+def _sig4(v):
+    return fmt.sig(v, 4)
+
+
+# How the tables and the findings write a workload's quality figure (catalog.Quality.key).
+QUALITY_FORMAT = {"test_acc": fmt.percent, "val_r2": lambda v: fmt.fixed(v, 4), "gen_loss": _sig4}
+# The figures a workload's table shows after its quality figure: (i18n label,
+# result key, formatter, higher is better: True, False or None for neither).
+MORE_FIGURES = {
+    "lenet": (("col_test_loss", "test_loss", _sig4, False),),
+    "dcgan": (("col_disc_loss", "disc_loss", _sig4, None),),
+    "lstm": (("col_val_rmse", "val_rmse", lambda v: fmt.sig(v, 3), False), ("col_predict_ms", "predict_ms", fmt.millis, False),
+             ("col_model_size", "model_bytes", fmt.kib, False), ("col_load_ms", "load_ms", fmt.millis, False)),
+}
+
+
 def quality_columns(workload, S):
-    """[(header, getter(result) -> value, formatter, higher_is_better or None)]"""
-    if workload == "lenet":
-        return [(S("col_test_acc"), lambda r: final(r, "test_acc"), fmt.percent, True),
-                (S("col_test_loss"), lambda r: final(r, "test_loss"), lambda v: fmt.sig(v, 4), False)]
-    if workload == "dcgan":
-        return [(S("col_gen_loss"), lambda r: final_epoch(r, "gen_loss"), lambda v: fmt.sig(v, 4), None),
-                (S("col_disc_loss"), lambda r: final_epoch(r, "disc_loss"), lambda v: fmt.sig(v, 4), None)]
-    if workload == "lstm":
-        return [(S("col_val_r2"), lambda r: r.get("val_r2"), lambda v: fmt.fixed(v, 4), True),
-                (S("col_val_rmse"), lambda r: r.get("val_rmse"), lambda v: fmt.sig(v, 3), False),
-                (S("col_predict_ms"), lambda r: r.get("predict_ms"), fmt.millis, False),
-                (S("col_model_size"), lambda r: r.get("model_bytes"), fmt.kib, False),
-                (S("col_load_ms"), lambda r: r.get("load_ms"), fmt.millis, False)]
-    return []
-
-
-def final_epoch(r, key):
-    for e in reversed(l_(r.get("epochs"))):
-        if isinstance(e, dict) and key in e:
-            return e.get(key)
-    return None
+    """[(header, getter(Result) -> value, formatter, higher_is_better or None)]:
+    the workload's quality figure (the catalog's), then the figures beside it."""
+    wl = WORKLOAD_BY_KEY.get(workload)
+    if wl is None:
+        return []
+    q = wl.quality
+    cols = [(S(q.label), Result.quality, QUALITY_FORMAT.get(q.key, fmt.sig), q.higher_is_better)]
+    return cols + [(S(label), lambda r, key=key: r.metric(key), f, hib)
+                   for label, key, f, hib in MORE_FIGURES.get(workload, ())]
 
 
 def _columns(rows, multi_host):
@@ -75,7 +82,7 @@ def workload_table(workload, rows, S, multi_host, code_lines, problems=None):
     heads = _heads(S, opt, qcols)
     qbest = []
     for _, get, _, hib in qcols:
-        vals = [v for v in (fmt.num(get(w["r"])) for w in rows if w["ok"]) if v is not None]
+        vals = [v for v in (fmt.num(get(w.result)) for w in rows if w["ok"]) if v is not None]
         qbest.append(None if hib is None or not vals else (max(vals) if hib else min(vals)))
     ctx = {"workload": workload, "S": S, "opt": opt, "best": fastest_by_device(rows), "qcols": qcols,
            "qbest": qbest, "code": code_lines}
@@ -95,7 +102,7 @@ def _broken_line(w, text, n):
 
 
 def _line(w, c):
-    S, r = c["S"], w["r"]
+    S, r = c["S"], w.result
     cells = [cell(w["fw_name"], w["fw"]), cell(w["version"] or fmt.NA, w["version"]), cell(w["mode"], w["mode"])]
     if c["opt"]["variant"]:
         cells.append(cell(w["variant"] or "—", w["variant"] or None, "", w.get("variant_all") or ""))
@@ -103,14 +110,14 @@ def _line(w, c):
         cells.append(cell(w["device"].upper(), w["device"]))
     if c["opt"]["host"]:
         cells.append(cell(w["host"] or fmt.NA, w["host"]))
-    cells += [status_cell(w, S), cell(fmt.seconds(w["first"]), fmt.num(w["first"]), "na" if fmt.is_na(w["first"]) else ""),
+    cells += [status_cell(w, S), cell(fmt.seconds(r.first_epoch_s), fmt.num(r.first_epoch_s), "na" if fmt.is_na(r.first_epoch_s) else ""),
               steady_cell(w, S), mark_substitute(_sps_cell(w), w, S)]
     b = c["best"].get(w["device"])
     ratio = speed_ratio(w, b)
     cells.append(cell(fmt.ratio(ratio), ratio, "best" if w is b else "") if ratio is not None else cell(fmt.NA, None, "na"))
-    cells.append(_mb_cell(w["peak_rss_mb"], S("tip_peak_rss_method", method=w["memory"].get("method"))
-                          if w["memory"].get("method") else S("tip_peak_rss_old")))
-    cells.append(_mb_cell(w["rss_after_import_mb"]))
+    cells.append(_mb_cell(r.peak_rss_mb, S("tip_peak_rss_method", method=r.memory.get("method"))
+                          if r.memory.get("method") else S("tip_peak_rss_old")))
+    cells.append(_mb_cell(r.rss_after_import_mb))
     cells.append(_device_mem_cell(w, S))
     cells.append(scope_cell(w, S))
     cells.append(params_cell(c["workload"], w, S))
@@ -126,7 +133,7 @@ def _line(w, c):
 def _sps_cell(w):
     v = w["samples_per_s"]
     if v is None:
-        raw = w["r"].get("samples_per_s")
+        raw = w.result.samples_per_s
         return cell(fmt.rate(raw) if raw is not None else fmt.NA, None, "na")
     t = fmt.rate(v)
     if w["steady_kind"] == "repeats" and w["sps_lo"] is not None and w["sps_hi"] is not None:
@@ -139,7 +146,7 @@ def _mb_cell(v, title=""):
 
 
 def _device_mem_cell(w, S):
-    dev, drv = w["peak_device_mb"], w["peak_device_driver_mb"]
+    dev, drv = w.result.peak_device_mb, w.result.peak_device_driver_mb
     if fmt.num(dev) is None and fmt.num(drv) is None:
         return cell(fmt.NA, None, "na", S("tip_not_measurable"))
     t = fmt.mb(dev) + (f" ({S('driver')} {fmt.mb(drv)})" if fmt.num(drv) is not None else "")
@@ -156,12 +163,12 @@ def status_cell(w, S):
         cls = "flag"
     else:
         tags.append(S("status_ok"))
-    if w["reused"]:
+    if w.result.reused:
         tags.append(S("status_reused"))
     if w["noisy"]:
         tags.append(S("status_noisy"))
         cls = cls or "warn"
-    if w["mode"] == "graph" and w["ok"] and w["compiled"] is False:
+    if w["mode"] == "graph" and w["ok"] and w.result.compiled is False:
         tags.append(S("status_not_compiled"))
         cls = cls or "flag"
     if w["extra_failed"]:
@@ -172,7 +179,7 @@ def status_cell(w, S):
 
 def steady_cell(w, S):
     if w["steady"] is None:
-        raw = w["r"].get("steady_epoch_s")
+        raw = w.result.steady_epoch_s
         return cell(fmt.seconds(raw) if raw is not None else fmt.NA, None, "na")
     t = fmt.seconds(w["steady"])
     if w["steady_lo"] is not None and w["steady_hi"] is not None:
@@ -187,7 +194,7 @@ def steady_cell(w, S):
 
 
 def params_cell(workload, w, S):
-    counts = d_(w["r"].get("param_counts"))
+    counts = w.result.param_counts
     if not counts:
         return cell(fmt.NA, None, "na")
     states = [audit_count(workload, net, v) for net, v in match_counts(workload, counts).items()]
@@ -200,7 +207,7 @@ def params_cell(workload, w, S):
 # ------------------------------------------------------------------ graph scope
 def scope_text(w, S) -> tuple:
     """(text, class, tooltip) of what the training step's graph holds."""
-    gs = w.get("graph_scope")
+    gs = w.result.graph_scope
     if w["mode"] != "graph" and not (gs and any(gs.get(k) is True for k in SCOPE_PARTS)):
         return "—", "", S("eager")
     if not gs:
@@ -237,7 +244,7 @@ def scope_notes(rows) -> list:
     """[(label, how, why)] for the footnotes under a table (Markdown has no tooltips)."""
     out = []
     for w in rows:
-        gs = w.get("graph_scope") or {}
+        gs = w.result.graph_scope or {}
         if w["mode"] == "graph" and (gs.get("how") or gs.get("why")):
             out.append((w["label"], str(gs.get("how") or ""), str(gs.get("why") or "")))
     return out
@@ -246,19 +253,19 @@ def scope_notes(rows) -> list:
 # ------------------------------------------------------------------ memory detail
 def memory_table(workload, rows, S):
     """The memory levels the notebooks recorded (import, data, check, training), or None."""
-    mrows = [w for w in rows if w["memory"] or w.get("data_placement")]
+    mrows = [w for w in rows if w.result.memory or w.result.data_placement]
     if not mrows:
         return None
     heads = ([header(S("col_run"))] + [header(S(k), True) for _, k in MEMORY_KEYS]
              + [header(S("col_mem_method")), header(S("col_data_placement"))])
     body = []
     for w in mrows:
-        m = w["memory"]
+        m = w.result.memory
         line = [cell(w["label"], w["id"])]
         for key, _ in MEMORY_KEYS:
             line.append(_mb_cell(m.get(key)))
         line.append(cell(m.get("method") or fmt.NA, None, "" if m.get("method") else "na"))
-        dp = w.get("data_placement")
+        dp = w.result.data_placement
         line.append(cell(dp if dp not in (None, "") else fmt.NA, None, "" if dp else "na"))
         body.append(line)
     return {"id": f"table-memory-{workload}", "headers": heads, "rows": body, "sortable": True,
@@ -290,23 +297,22 @@ def code_size_table(frameworks, workloads, repo: Path, out_dir: Path, S):
 
 
 # ------------------------------------------------------------------ errors
-def _link(r, out_dir):
-    nbp = r.get("_notebook") or ""
-    if nbp:
-        return os.path.relpath(str(nbp), out_dir)
-    return os.path.relpath(str(r["_dir"]), out_dir) if r.get("_dir") else ""
+def _link(r: Result, out_dir):
+    if r.notebook:
+        return os.path.relpath(r.notebook, out_dir)
+    return os.path.relpath(r.dir, out_dir) if r.dir else ""
 
 
 def error_entries(rows, out_dir: Path, S):
     """Failed runs (and failed repeats), then runs whose numerical check failed."""
     out = []
-    todo = [(w, r, False) for w in rows for r in ([w["r"]] if not w["ok"] else []) + w["extra_failed"]]
-    todo += [(w, w["r"], True) for w in rows if w["check_failed"]]
+    todo = [(w, r, False) for w in rows for r in ([w.result] if not w["ok"] else []) + w["extra_failed"]]
+    todo += [(w, w.result, True) for w in rows if w["check_failed"]]
     for w, r, is_check in todo:
-        err = d_(r.get("error"))
+        err = r.error
         tb = str(err.get("traceback") or "").rstrip().splitlines()
         if is_check:
-            msg = "; ".join(check_summary(r.get("check"), S)) or S("check_failed_no_detail")
+            msg = "; ".join(check_summary(r.check, S)) or S("check_failed_no_detail")
         else:
             msg = str(err.get("message") or S("no_message"))
         if len(msg) > MESSAGE_CHARS:
@@ -317,7 +323,7 @@ def error_entries(rows, out_dir: Path, S):
                     "kind": "check" if is_check else "run",
                     "type": S("status_check_failed") if is_check else str(err.get("type") or S("unknown_error")),
                     "message": msg, "traceback": "" if is_check else "\n".join(tb[-TRACEBACK_LINES:]),
-                    "notebook": _link(r, out_dir), "notebook_exists": bool(r.get("_notebook")),
-                    "repeat": r is not w["r"],
+                    "notebook": _link(r, out_dir), "notebook_exists": bool(r.notebook),
+                    "repeat": r is not w.result,
                     "anchor": fmt.anchor(f"err-{w['fw']}-{w['workload']}-{w['mode']}-{w['device']}-{len(out)}")})
     return out

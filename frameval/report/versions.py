@@ -1,16 +1,13 @@
 """Two or more versions of one framework in one report: each row is named by
 its version ("PaddlePaddle 3.2.2", "PaddlePaddle 3.3.1") in every table, and
 the "Version comparison" section compares each later version with the
-earliest, per workload and mode (the verdict rules are in frameval/compare.py)."""
+earliest, per workload and mode (the verdict rules are in frameval/stats.py, the
+table in report/comparison.py)."""
 from __future__ import annotations
 
-import re
-
+from ..versionkey import version_key
+from .comparison import comparison_table, notes
 from .spec import MODES, WORKLOADS, framework_name, order_key
-
-
-def version_key(v: str) -> list:
-    return [(0, int(x), "") if x.isdigit() else (1, 0, x) for x in re.split(r"[.+-]", str(v))]
 
 
 def multi_version(rows) -> set:
@@ -33,8 +30,8 @@ def name_versions(rows) -> None:
 
 
 def _runs(ws) -> list:
-    """Every repeat's result of these rows, the first repeat first."""
-    return [r for w in ws for r in [w["r"], *w["extra"]]]
+    """Every repeat's Result of these rows, the first repeat first."""
+    return [r for w in ws for r in [w.result, *w.extra]]
 
 
 def version_lines(rows) -> list:
@@ -60,7 +57,6 @@ def version_lines(rows) -> list:
 
 def version_section(rows, S, threshold=0.10):
     """The "Version comparison" section, or None where no framework ran in two versions."""
-    from ..compare import comparison_table, notes
     lines = version_lines(rows)
     if not lines:
         return None

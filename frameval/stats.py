@@ -1,0 +1,120 @@
+"""Did it get faster? The verdicts on two sets of runs of the same workload,
+made to survive noise (scipy, in the runner environment, for the test).
+
+A change in steady samples/s is called *faster* or *slower* only when both
+  - it is larger than a threshold (default 10%, `--threshold`), as asv's `--factor`, and
+  - it is significant across repeats: a two-sided Mann-Whitney U test over
+    the repeats' samples/s gives p < 0.002, asv's threshold.
+Otherwise it is *no significant change*. Where the repeats are too few for
+the test ever to reach p < 0.002 (5 against 5: the smallest two-sided p is
+2/252 = 0.008), a change beyond the threshold is not called ("too_few"), and
+`repeats_needed` says how many repeats would do. The numerical check is
+compared too (`check_change`): a version whose check errors against the same
+float64 reference differ by more than the check's tolerance computes a
+different function.
+
+Pure functions of numbers and check records: the report's tables that show
+them are in frameval/report/comparison.py.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+
+from .catalog import CHECK_SECTIONS_READ
+from .result import as_dict, number
+
+P_THRESHOLD = 0.002  # asv's p threshold (asv/_stats.py is_different)
+DEFAULT_THRESHOLD = 0.10
+VERDICTS = ("faster", "slower", "same", "too_few", "na")
+
+
+# ------------------------------------------------------------------ medians and ratios
+def median(values):
+    """The median of the values that are not None, or None."""
+    vals = [v for v in values if v is not None]
+    return statistics.median(vals) if vals else None
+
+
+def ratio(b, a):
+    """median(b) / median(a): above 1 means B has more (of samples/s: B is faster)."""
+    mb, ma = median(b), median(a)
+    if mb is None or ma is None or ma == 0:
+        return None
+    x = mb / ma
+    return x if math.isfinite(x) else None
+
+
+# ------------------------------------------------------------------ significance
+def min_p(n: int, m: int) -> float:
+    """The smallest two-sided exact Mann-Whitney p that n against m samples can give."""
+    return 2 / math.comb(n + m, n) if n and m else 1.0
+
+
+def repeats_needed(p_threshold: float = P_THRESHOLD) -> int:
+    """The fewest repeats per side with which the test can reach p < p_threshold."""
+    k = 1
+    while min_p(k, k) >= p_threshold:
+        k += 1
+    return k
+
+
+def mann_whitney(a, b):
+    """Two-sided p of scipy's Mann-Whitney U (exact without ties up to 20 a side,
+    else the normal approximation with tie correction)."""
+    from scipy.stats import mannwhitneyu
+    ties = len(set(a) | set(b)) < len(a) + len(b)
+    method = "exact" if not ties and max(len(a), len(b)) <= 20 else "asymptotic"
+    p = float(mannwhitneyu(a, b, alternative="two-sided", method=method).pvalue)
+    return p if math.isfinite(p) else 1.0  # all values equal: no evidence of a change
+
+
+def verdict(a, b, threshold: float = DEFAULT_THRESHOLD, p_threshold: float = P_THRESHOLD) -> dict:
+    """{"verdict", "ratio" (B/A samples/s), "p", "n_a", "n_b", "needed"} for the
+    samples/s of A's repeats against B's."""
+    a = [x for x in a if x is not None]
+    b = [x for x in b if x is not None]
+    out = {"ratio": ratio(b, a), "p": None, "n_a": len(a), "n_b": len(b), "needed": repeats_needed(p_threshold)}
+    if out["ratio"] is None:
+        return dict(out, verdict="na")
+    beyond = out["ratio"] > 1 + threshold or out["ratio"] < 1 / (1 + threshold)
+    if min_p(len(a), len(b)) < p_threshold:
+        out["p"] = mann_whitney(a, b)
+    if not beyond:
+        return dict(out, verdict="same")
+    if out["p"] is None:
+        return dict(out, verdict="too_few")
+    if out["p"] >= p_threshold:
+        return dict(out, verdict="same")
+    return dict(out, verdict="faster" if out["ratio"] > 1 else "slower")
+
+
+# ------------------------------------------------------------------ the check
+def check_change(check_a, check_b) -> dict:
+    """Whether B computes the function A does, from two runs' check records
+    (result["check"]): each tensor's error against the shared float64
+    reference, A's against B's, within the check's tolerance.
+    {"different": True/False/None (not known), "worst": (section, name, delta, tol) or None}"""
+    ca, cb = as_dict(check_a), as_dict(check_b)
+    if not ca or not cb:
+        return {"different": None, "worst": None}
+    tol = {**as_dict(ca.get("tolerances")), **as_dict(cb.get("tolerances"))}
+    worst, over = None, []
+    for section in CHECK_SECTIONS_READ:
+        t = number(tol.get(section))
+        ea, eb = as_dict(ca.get(section)), as_dict(cb.get(section))
+        for name in set(ea) & set(eb):
+            x, y = number(ea[name]), number(eb[name])
+            if x is None or y is None:
+                if (x is None) != (y is None):  # one side measured it, the other could not
+                    over.append((section, str(name), float("inf"), t))
+                continue
+            delta = abs(y - x)
+            if worst is None or delta > worst[2]:
+                worst = (section, str(name), delta, t)
+            if t is not None and delta > t:
+                over.append((section, str(name), delta, t))
+    if (ca.get("ok") is True) != (cb.get("ok") is True) and ca.get("ok") in (True, False) and cb.get("ok") in (True, False):
+        over.append(("ok", "check", float("inf"), None))
+    over.sort(key=lambda x: -x[2])
+    return {"different": bool(over), "worst": over[0] if over else worst}
