@@ -11,7 +11,7 @@ import pytest
 
 from conftest import run_all
 from frameval import stats
-from frameval.compare_cli import compare_folders
+from frameval.report.folders import compare_folders
 from frameval.report.build import build
 
 SAMPLES = 3968  # LeNet's embedded training set, 62 batches of 64

@@ -51,4 +51,4 @@ register("test", "frameval.commands.test", "the test suite (real notebooks, tiny
 register("lab", "frameval.commands.lab", "JupyterLab on your copy of notebooks/, every kernel registered")
 register("bench", "frameval.commands.bench", "a benchmark from bench/, in the runner environment")
 register("defects", "frameval.commands.defects", "each framework defect's reproduction: present / fixed")
-register("compare", "frameval.compare_cli", "faster, slower or no significant change between two output folders")
+register("compare", "frameval.commands.compare", "faster, slower or no significant change between two output folders")

@@ -18,6 +18,7 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
+from ..versionkey import version_key
 from .pipconf import pip_settings
 from .spec import own_spec, pin_line
 
@@ -135,7 +136,7 @@ def check_pin(fw: str, version: str, device: str = "cpu", settings: dict | None 
     if not same:
         if errors and not found:
             return f"{entry}: cannot check that {package} {version} exists: {'; '.join(errors)[:300]}"
-        known = sorted({v for v, _ in found}, key=_sort_key)
+        known = sorted({v for v, _ in found}, key=version_key)
         return (f"{entry}: {package} {version} is not in the package index ({', '.join(asked) or 'none configured'})"
                 + (f"; it has {', '.join(known[-8:])}" if known else f"; it has no {package} at all"))
     if not any(_compatible(t, spec.python) for t in same):
@@ -143,6 +144,3 @@ def check_pin(fw: str, version: str, device: str = "cpu", settings: dict | None 
                 f"{sys.platform} {platform.machine()} (the spec's Python, {spec.path.name})")
     return ""
 
-
-def _sort_key(v: str):
-    return [int(x) if x.isdigit() else -1 for x in re.split(r"[.+-]", v)]

@@ -3,7 +3,7 @@ workload, mode and device, the ratios of samples/s, peak memory and final
 quality, the check's change and the verdict (the rules: frameval/stats.py).
 
 Used by the report's "Version comparison" section (report/versions.py) and by
-`run_all.py compare A B` (frameval/compare_cli.py).
+`run_all.py compare A B` (frameval/report/folders.py).
 """
 from __future__ import annotations
 
