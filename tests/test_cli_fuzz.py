@@ -85,15 +85,20 @@ def test_fuzzed_command_line_never_tracebacks(tmp_path_factory, tokens):
 
 
 def test_fuzzed_options_on_a_python_without_numpy(tmp_path):
-    """The checks made before the runner environment exists, on a bare Python."""
+    """The checks made before the runner environment exists, on a bare Python,
+    for every command: one line, exit 2, nothing created."""
     bare = tmp_path / "bare"
     subprocess.run(["python3", "-m", "venv", "--without-pip", str(bare)], check=True)
     py = str(bare / "bin" / "python")
     cases = [["--frameworks", "nosuch"], ["--out", "/proc/x"], ["-p", "max_train_samples=10"],
              ["-p", "lstm.window=5000"], ["--device", "gpu"], ["--lang", "\u8bc4"], ["--timeout", "nan"],
-             ["--slurm-time", "5"], ["--executor", "x" * 500], ["--repeats", "-1"], ["--nosuch"]]
+             ["--slurm-time", "5"], ["--executor", "x" * 500], ["--repeats", "-1"], ["--nosuch"],
+             ["compare", str(tmp_path), str(REPO)], ["compare", "--lang", "fr", str(REPO), str(REPO)],
+             ["lab", "--port", "0"], ["lab", "--frameworks", "nosuch"], ["defects", "--frameworks", "nosuch"],
+             ["test", "--env-backend", "bogus"], ["bench", "nosuch"], ["run", "--mode", "sideways"]]
     for argv in cases:
-        out = [] if "--out" in argv else ["--out", str(tmp_path / "o")]
+        run_command = argv[0].startswith("-") or argv[0] == "run"
+        out = [] if "--out" in argv or not run_command else ["--out", str(tmp_path / "o")]
         p = subprocess.run([py, str(REPO / "run_all.py"), *argv, *out], capture_output=True, text=True, timeout=120)
         assert p.returncode == 2 and "Traceback" not in p.stderr and p.stderr.strip(), (argv, p.stderr)
         assert not (tmp_path / "o").exists(), argv
