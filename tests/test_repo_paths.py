@@ -46,3 +46,14 @@ def test_no_long_functions_in_the_package():
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 60:
                 long.append(f"{path.relative_to(REPO)}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)")
     assert not long, long
+
+
+@pytest.mark.fast
+def test_readme_module_table_lists_every_module():
+    """Every module in frameval/ has its row in README.md's table, and every row names a module that exists."""
+    import re
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    rows = set(re.findall(r"^\| `(frameval/[^`]+\.py)` \|", text, flags=re.M))
+    modules = {p.relative_to(REPO).as_posix() for p in (REPO / "frameval").rglob("*.py")}
+    assert not modules - rows, f"modules without a README row: {sorted(modules - rows)}"
+    assert not rows - modules, f"README rows for modules that do not exist: {sorted(rows - modules)}"
