@@ -220,7 +220,8 @@ class Charts:
 
     def hbar_panels(self, name, panels, note=None):
         """Summary figure: one panel per workload, horizontal bars.
-        panels: [(title, xlabel, [(label, value, framework, best)])]."""
+        panels: [(title, xlabel, [(label, value, framework, best[, (low, high)])])]; a (low, high)
+        interval is drawn as an error bar."""
         panels = [p for p in panels if any(plottable(v[1]) is not None for v in p[2])]
         if not panels:
             return None
@@ -230,9 +231,13 @@ class Charts:
             for ax, (title, xlabel, items) in zip(axes[0], panels):
                 items = [it for it in items if plottable(it[1]) is not None]
                 ys = list(range(len(items)))[::-1]
-                ax.barh(ys, [plottable(it[1]) for it in items], color=[self.color(it[2], i) for i, it in enumerate(items)],
+                vals = [plottable(it[1]) for it in items]
+                iv = [it[4] if len(it) > 4 and it[4] else (v, v) for it, v in zip(items, vals)]
+                xerr = [[max(0.0, v - lo) for v, (lo, _) in zip(vals, iv)], [max(0.0, hi - v) for v, (_, hi) in zip(vals, iv)]]
+                ax.barh(ys, vals, color=[self.color(it[2], i) for i, it in enumerate(items)],
                         edgecolor=["black" if it[3] else "#333" for it in items],
-                        linewidth=[2.0 if it[3] else 0.5 for it in items])
+                        linewidth=[2.0 if it[3] else 0.5 for it in items],
+                        xerr=xerr if any(any(x) for x in xerr) else None, capsize=2, error_kw={"elinewidth": 0.8})
                 for y, it in zip(ys, items):
                     ax.annotate(fmt.sig(it[1]), (plottable(it[1]), y), va="center", ha="left", fontsize=7, xytext=(2, 0),
                                 textcoords="offset points")

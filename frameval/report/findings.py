@@ -3,6 +3,7 @@ backs it. Speed is ranked by samples/s (never by seconds per epoch: runs may
 train different sample counts)."""
 from __future__ import annotations
 
+from .. import stats
 from ..catalog import WORKLOAD_BY_KEY
 from . import fmt
 from .media import dev_suffix, wl_name
@@ -11,6 +12,8 @@ from .tables import QUALITY_FORMAT
 
 
 def speed_findings(wl, wrows, S) -> list:
+    """Per device: the fastest, the runs within noise of it, the slower ones,
+    each ratio with its 95% interval, and the work the ranking rests on."""
     out = []
     devices = sorted({w["device"] for w in wrows})
     for dev, best in sorted(fastest_by_device(wrows).items()):
@@ -18,13 +21,41 @@ def speed_findings(wl, wrows, S) -> list:
                         key=lambda w: -w["samples_per_s"])
         name = wl_name(S, wl) + dev_suffix(S, dev, devices)
         kw = dict(workload=name, run=best["label"], sps=fmt.rate(best["samples_per_s"]), steady=fmt.seconds(best["steady"]))
-        if others:
-            items = S.join(S("ratio_item", run=w["label"], ratio=fmt.ratio(speed_ratio(w, best))) for w in others)
-            text = S("finding_fastest", others=items, **kw)
-        else:
-            text = S("finding_fastest_single", **kw)
-        out.append({"kind": "speed", "text": text, "anchor": f"wl-{wl}"})
+        if not others:
+            out.append({"kind": "speed", "text": S("finding_fastest_single", **kw), "anchor": f"wl-{wl}"})
+            continue
+        ties = [w for w in others if (w.get("interval") or {}).get("verdict") != "slower"]
+        slower = [w for w in others if w not in ties]
+        parts = [S("finding_fastest_ranked", **kw)]
+        if ties:
+            parts.append(S("finding_within_noise", items=S.join(_ratio_item(w, best, S) for w in ties)))
+        if slower:
+            parts.append(S("finding_slower", items=S.join(_ratio_item(w, best, S) for w in slower)))
+        parts.append(_rests_on(best, others, S))
+        out.append({"kind": "speed", "text": " ".join(parts), "anchor": f"wl-{wl}"})
     return out
+
+
+def _ratio_item(w, best, S) -> str:
+    iv = w.get("interval")
+    ratio = fmt.ratio(speed_ratio(w, best))
+    if not iv:
+        return S("ratio_item", run=w["label"], ratio=ratio)
+    return S("ratio_item_interval", run=w["label"], ratio=ratio, interval=fmt.interval(iv["lo"], iv["hi"]))
+
+
+def _rests_on(best, others, S) -> str:
+    """What the ranking was measured on: steady windows, their size, runs; and
+    whether single runs were widened by the between-run spread."""
+    ivs = [w["interval"] for w in others if w.get("interval")]
+    wins = best.result.timing.get("windows") if isinstance(best.result.timing.get("windows"), list) else []
+    steady = [x for x in wins if isinstance(x, dict) and isinstance(x.get("epoch"), (int, float)) and x["epoch"] > 1]
+    samples = fmt.num(steady[0].get("samples")) if steady else None
+    text = S("finding_rests_on", windows=len(steady) or fmt.NA, samples=fmt.integer(samples) if samples else fmt.NA,
+             runs=best["n_repeats"])
+    if any(iv["widened"] for iv in ivs):
+        text += " " + S("finding_widened", pct=f"{stats.BETWEEN_RUN_SD * 100:.1f}")
+    return text
 
 
 def memory_findings(wl, wrows, S) -> list:

@@ -72,6 +72,14 @@ def ratio(v) -> str:
     return f"{x:.2f}×" if x < 10 else (f"{x:.1f}×" if x < 100 else f"{x:,.0f}×")
 
 
+def interval(lo, hi) -> str:
+    """A ratio's interval, "1.05–1.78×"."""
+    a, b = num(lo), num(hi)
+    if a is None or b is None:
+        return NA
+    return f"{ratio(a)[:-1]}–{ratio(b)}"
+
+
 def fixed(v, d: int = 4) -> str:
     x = num(v)
     return _raw(v) if x is None else f"{x:.{d}f}"

@@ -111,7 +111,8 @@ def _speed_panels(rows, wls, S):
         for dev, best in sorted(fastest_by_device(wrows).items()):
             ranked = sorted([w for w in wrows if w["device"] == dev and speed_ratio(w, best) is not None],
                             key=lambda w: -w["samples_per_s"])
-            items = [(w["label"], speed_ratio(w, best), w["fw"], w is best) for w in ranked]
+            items = [(w["label"], speed_ratio(w, best), w["fw"], w is best,
+                      (w["interval"]["lo"], w["interval"]["hi"]) if w.get("interval") else None) for w in ranked]
             panels.append((wl_name(S, wl) + dev_suffix(S, dev, devices), S("axis_ratio"), items))
     return panels
 

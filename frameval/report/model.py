@@ -14,6 +14,7 @@ import math
 import statistics
 from pathlib import Path
 
+from .. import stats
 from ..files import PLAN, RUNS
 from ..result import COMPLETED, Result
 from ..results import is_repeat_dir
@@ -125,6 +126,7 @@ def make_rows(runs, S, multi_host=False, problems=None) -> list:
     label_variants(rows)
     for w in rows:
         set_labels(w, multi_host)
+    attach_speed_intervals(rows)
     return rows
 
 
@@ -259,3 +261,36 @@ def speed_ratio(w, best):
     if not w["ok"] or best is None:
         return None
     return div(best["samples_per_s"], w["samples_per_s"])
+
+
+# ------------------------------------------------------------------ how far a ranking can be trusted
+def window_rates(r: Result) -> list:
+    """samples/s of each steady timing window (every epoch after the first,
+    where an older result recorded no windows)."""
+    wins = r.timing.get("windows") if isinstance(r.timing.get("windows"), list) else r.epochs
+    out = []
+    for w in wins:
+        if not isinstance(w, dict) or not isinstance(w.get("epoch"), (int, float)) or w["epoch"] <= 1:
+            continue
+        n, s = fmt.num(w.get("samples")), fmt.num(w.get("seconds"))
+        if n and s and s > 0:
+            out.append(n / s)
+    return out
+
+
+def run_windows(w) -> list:
+    """The row's runs (repeats folded in), each as its windows' samples/s."""
+    return [rates for rates in (window_rates(x) for x in [w.result, *w.extra] if x.status == "ok") if rates]
+
+
+def attach_speed_intervals(rows) -> None:
+    """Each row's speed against the fastest of its workload and device: the
+    ratio's 95% interval and verdict (stats.speed_interval), as `interval`."""
+    for wl in {w["workload"] for w in rows}:
+        wrows = [w for w in rows if w["workload"] == wl]
+        for dev, best in fastest_by_device(wrows).items():
+            base = run_windows(best)
+            for w in wrows:
+                ratio = speed_ratio(w, best) if w["device"] == dev else None
+                if ratio is not None and w is not best:
+                    w["interval"] = stats.speed_interval(base, run_windows(w), point=ratio)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .. import stats
 from ..catalog import WORKLOAD_BY_KEY
 from ..result import Result
 from . import fmt
@@ -112,9 +113,7 @@ def _line(w, c):
         cells.append(cell(w["host"] or fmt.NA, w["host"]))
     cells += [status_cell(w, S), cell(fmt.seconds(r.first_epoch_s), fmt.num(r.first_epoch_s), "na" if fmt.is_na(r.first_epoch_s) else ""),
               steady_cell(w, S), mark_substitute(_sps_cell(w), w, S)]
-    b = c["best"].get(w["device"])
-    ratio = speed_ratio(w, b)
-    cells.append(cell(fmt.ratio(ratio), ratio, "best" if w is b else "") if ratio is not None else cell(fmt.NA, None, "na"))
+    cells.append(ratio_cell(w, c["best"].get(w["device"]), S))
     cells.append(_mb_cell(r.peak_rss_mb, S("tip_peak_rss_method", method=r.memory.get("method"))
                           if r.memory.get("method") else S("tip_peak_rss_old")))
     cells.append(_mb_cell(r.rss_after_import_mb))
@@ -128,6 +127,20 @@ def _line(w, c):
     n = c["code"].get((w["fw"], c["workload"]))
     cells.append(cell(fmt.integer(n) if n is not None else fmt.NA, n, "na" if n is None else ""))
     return cells
+
+
+def ratio_cell(w, best, S):
+    """Time per sample against the fastest, with its 95% interval and verdict."""
+    ratio = speed_ratio(w, best)
+    if ratio is None:
+        return cell(fmt.NA, None, "na")
+    iv = w.get("interval")
+    if w is best or not iv:
+        return cell(fmt.ratio(ratio), ratio, "best" if w is best else "")
+    verdict = S("verdict_" + iv["verdict"])
+    return cell(f"{fmt.ratio(ratio)} ({fmt.interval(iv['lo'], iv['hi'])}) {verdict}", ratio,
+                "" if iv["verdict"] == "slower" else "same", S("tip_interval", runs=iv["runs"][1], windows=iv["windows"][1])
+                + (" " + S("tip_interval_widened", pct=f"{stats.BETWEEN_RUN_SD * 100:.1f}") if iv["widened"] else ""))
 
 
 def _sps_cell(w):

@@ -1,0 +1,84 @@
+"""Every speed ratio carries its 95% interval and a verdict: synthetic runs
+where the answer is known, and the real matrix's report against a
+recomputation from its result files."""
+import json
+import random
+import re
+
+import pytest
+
+from frameval import stats
+from frameval.report import fmt
+from frameval.report.findings import speed_findings
+from frameval.report.i18n import Strings
+from frameval.report.model import make_rows, run_windows
+
+
+def _result(fw, sps, noise, seed, runs_dir="x", epochs=6, samples=640):
+    """A LeNet result whose steady epochs ran at `sps` samples/s with relative noise `noise`."""
+    rng = random.Random(seed)
+    eps = [{"epoch": 1, "samples": samples, "seconds": samples / sps * 3}]
+    eps += [{"epoch": e, "samples": samples, "seconds": samples / (sps * (1 + rng.gauss(0, noise)))}
+            for e in range(2, epochs + 1)]
+    steady = sorted(e["seconds"] for e in eps[1:])
+    rates = sorted(e["samples"] / e["seconds"] for e in eps[1:])
+    return {"schema": 3, "framework": fw, "workload": "lenet", "mode": "graph", "device": "cpu", "status": "ok",
+            "epochs": eps, "steady_epoch_s": steady[len(steady) // 2], "samples_per_s": rates[len(rates) // 2],
+            "timing": {"window": "epoch", "windows": eps}, "_dir": f"/{runs_dir}/runs/{fw}/lenet-graph"}
+
+
+def _rows(*results):
+    return make_rows(list(results), Strings("en"))
+
+
+@pytest.mark.fast
+def test_three_percent_apart_with_noisy_windows_is_within_noise():
+    rows = _rows(_result("torch", 10_000, 0.08, 1), _result("tensorflow", 9_700, 0.08, 2))
+    slow = next(w for w in rows if w.get("interval"))
+    assert slow["interval"]["verdict"] == "within_noise" and slow["interval"]["lo"] < 1 < slow["interval"]["hi"]
+    text = speed_findings("lenet", rows, Strings("en"))[0]["text"]
+    assert "Within noise of it" in text and "Slower" not in text and "(1 run(s) each" not in text
+
+
+@pytest.mark.fast
+def test_thirty_percent_apart_with_tight_windows_is_ranked():
+    """Three repeats a side (separate runs see the between-run spread themselves)."""
+    a = [_result("torch", 10_000 * f, 0.01, k, runs_dir=f"r{k}") for k, f in enumerate((1.0, 0.98, 1.02))]
+    b = [_result("tensorflow", 7_700 * f, 0.01, 10 + k, runs_dir=f"r{k}") for k, f in enumerate((1.0, 0.99, 1.01))]
+    iv = stats.speed_interval([run_windows_of(r) for r in a], [run_windows_of(r) for r in b], point=1.3)
+    assert iv["verdict"] == "slower" and 1 < iv["lo"] < 1.3 < iv["hi"] < 1.45 and not iv["widened"]
+
+
+def run_windows_of(r):
+    return [e["samples"] / e["seconds"] for e in r["epochs"] if e["epoch"] > 1]
+
+
+@pytest.mark.fast
+def test_one_run_a_side_is_widened_by_the_between_run_spread():
+    a, b = [run_windows_of(_result("t", 10_000, 0.005, 1))], [run_windows_of(_result("f", 7_700, 0.005, 2))]
+    tight = stats.speed_interval(a, b, between_sd=0)
+    wide = stats.speed_interval(a, b)
+    assert tight["hi"] - tight["lo"] < 0.05 and wide["widened"]
+    assert wide["lo"] < tight["lo"] and wide["hi"] > tight["hi"]
+    assert wide["lo"] == pytest.approx(tight["ratio"] * 0.77, abs=0.05)  # exp(-1.96 * sqrt(2) * 0.095)
+
+
+def test_real_matrix_report_shows_every_interval_as_recomputed(matrix):
+    """The tiny real matrix: every ratio in the summary has its interval, equal
+    to stats.speed_interval recomputed from the result files' windows."""
+    md = (matrix["out"] / "report.md").read_text()
+    rows = make_rows([dict(r, _dir=str(matrix["out"] / "runs" / fw / f"{wl}-{mode}"))
+                      for (fw, wl, mode), r in matrix["results"].items()], Strings("en"))
+    checked = 0
+    for w in rows:
+        if not w.get("interval"):
+            continue
+        best = next(b for b in rows if b["workload"] == w["workload"] and b["device"] == w["device"]
+                    and b["samples_per_s"] and not w.get("interval") is None and b is not w
+                    and b["samples_per_s"] >= max(x["samples_per_s"] or 0 for x in rows if x["workload"] == w["workload"]))
+        again = stats.speed_interval(run_windows(best), run_windows(w), point=best["samples_per_s"] / w["samples_per_s"])
+        shown = f"{w['label']} {fmt.ratio(again['ratio'])} ({fmt.interval(again['lo'], again['hi'])})"
+        assert shown in md, (shown, w["workload"])
+        checked += 1
+    assert checked >= 6, checked
+    assert len(re.findall(r"Ranked on \d+ steady timing windows", md)) == 3
