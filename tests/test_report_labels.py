@@ -155,12 +155,17 @@ def audit_row(html, key, workload="lenet"):
     return t, [r for r in t["rows"] if r[0]["text"] == key][0]
 
 
-def status(html, fw, mode="graph"):
+def status(html, fw, mode="graph", lang="en"):
     t = tables(html)["table-lenet"]
     name = {"torch": "PyTorch", "paddle": "PaddlePaddle", "mxnet": "MXNet", "megengine": "MegEngine",
             "mindspore": "MindSpore", "tensorflow": "TensorFlow", "jax": "JAX"}[fw]
     row = [r for r in t["rows"] if r[0]["text"] == name and r[2]["text"] == mode][0]
-    return row[col(t, Strings("en")("col_status"))]
+    return row[col(t, Strings(lang)("col_status"))]
+
+
+def tags(html, fw, mode="graph", lang="en"):
+    """The status cell's tags: "ok", then what the run's record says of its state."""
+    return status(html, fw, mode, lang)["text"].split(" · ")
 
 
 # ------------------------------------------------------------------ 1. graph scope
@@ -169,14 +174,14 @@ def test_partial_or_broken_graphs_are_not_called_not_compiled(real):
     for text in ("not compiled", "did not compile"):
         assert text not in html, text
     assert "未编译" not in zh and "没有真正编译" not in zh
-    assert status(html, "torch")["text"] == "ok · whole step, 2 graphs (optimizer break)"
+    assert tags(html, "torch")[:2] == ["ok", "whole step, 2 graphs (optimizer break)"]
     assert status(html, "paddle")["text"] == "ok · forward+backward, update eager"
     assert status(html, "mxnet")["text"] == "ok · forward+backward, update eager"
     assert status(html, "torch", "eager")["text"] == "ok"          # eager says nothing of the kind
     assert status(html, "mindspore")["text"] == "ok · scope not recorded"  # an older result: neutral
     assert status(html, "mindspore")["cls"] == ""
-    assert status(zh, "torch")["text"] == "完成 · 整个训练步，2 个计算图（优化器处中断）"
-    assert status(zh, "paddle")["text"] == "完成 · 前向+反向，更新为动态图"
+    assert tags(zh, "torch", lang="zh")[:2] == ["完成", "整个训练步，2 个计算图（优化器处中断）"]
+    assert status(zh, "paddle", lang="zh")["text"] == "完成 · 前向+反向，更新为动态图"
 
 
 def test_only_a_graph_run_that_compiled_nothing_is_alerted(real):
@@ -186,14 +191,15 @@ def test_only_a_graph_run_that_compiled_nothing_is_alerted(real):
     assert len(nothing) == 1 and "MegEngine graph / LeNet-5" in nothing[0]
     for run in ("PyTorch graph", "PaddlePaddle graph", "MXNet graph", "MindSpore graph"):
         assert run not in nothing[0]
-    assert status(html, "megengine")["text"] == "ok · nothing compiled" and status(html, "megengine")["cls"] == "flag"
+    assert tags(html, "megengine")[:2] == ["ok", "nothing compiled"] and status(html, "megengine")["cls"] == "flag"
     _, row = audit_row(html, Strings("en")("audit_compiled"))
     t, _ = audit_row(html, Strings("en")("audit_compiled"))
     assert row[t["headers"].index("PyTorch graph")]["cls"] != "flag"
     assert row[t["headers"].index("MegEngine graph")]["cls"] == "flag"
     flags = html[html.index('id="audit-lenet"'):]
     assert "graph mode did not compile" not in flags
-    assert "编译了" in real["zh"]["html"] and "MegEngine graph / LeNet-5" in top(real["zh"]["html"])
+    zh = [f for f in re.findall(r'<li class="flag">([^<]*)', top(real["zh"]["html"])) if "没有编译训练步的任何部分" in f]
+    assert len(zh) == 1 and "MegEngine graph / LeNet-5" in zh[0] and "PyTorch" not in zh[0]
 
 
 # ------------------------------------------------------------------ 2. optimizer
@@ -214,7 +220,7 @@ def test_same_algorithm_under_two_api_names_is_not_a_difference(real):
       "mx.optimizer.Adam"), True),
     (("Adam", "AdamW"), False), (("Adam", "SGD"), False), (("optax.adamw", "torch.optim.AdamW"), True)])
 def test_optimizer_names_are_compared_by_algorithm(names, same):
-    from frameval.report.audit import optimizer_algorithm
+    from frameval.report.labels import optimizer_algorithm
     assert (len({optimizer_algorithm(n) for n in names}) == 1) is same
 
 
@@ -251,6 +257,17 @@ def test_two_readable_thread_counts_that_differ_still_are(tmp_path):
     assert "Threads in effect (intra/inter)" in top(html)
 
 
+def test_a_setting_marked_missing_is_not_readable_not_different(tmp_path):
+    other = record("paddle", graph_scope=scope(True, True, False, 1, 0, "to_static"), effective=threads(2, 2))
+    other["settings"]["adam_eps"] = None
+    other["settings_source"]["adam_eps"] = "missing"
+    html = build(tmp_path, real_runs()[:1] + [other])["html"]
+    t, row = audit_row(html, Strings("en")("set_adam_eps"))
+    assert row[t["headers"].index("PaddlePaddle graph")]["text"] == "not readable"
+    assert row[-1]["text"] == "✓"
+    assert "Adam epsilon" not in top(html)
+
+
 # ------------------------------------------------------------------ 4. the check's batch
 def test_check_text_names_the_recorded_batch(real):
     for lang, want in (("en", "64-sample"), ("zh", "64 个样本")):
@@ -263,15 +280,16 @@ def test_check_text_names_the_recorded_batch(real):
 # ------------------------------------------------------------------ the machine's state
 def test_busy_machine_is_marked_and_said_in_the_summary(real):
     html = real["en"]["html"]
-    assert "busy machine: load 3.1 on 2 cores" in status(html, "torch")["text"]
-    assert "busy machine: load 2.5 on 2 cores" in status(html, "megengine")["text"]
+    assert "busy machine: load 3.1 on 2 cores" in tags(html, "torch")
+    assert "busy machine: load 2.5 on 2 cores" in tags(html, "megengine")
+    assert status(html, "torch")["cls"] == "warn" and re.search(r'title="[^"]*less reliable', html)
     for fw in ("paddle", "jax", "mindspore"):
         assert "busy" not in status(html, fw)["text"], fw
     busy = [f for f in re.findall(r'<li class="flag">([^<]*)', top(html)) if "busy" in f]
     assert len(busy) == 1 and "PyTorch graph / LeNet-5" in busy[0] and "MegEngine graph / LeNet-5" in busy[0]
     assert "less reliable" in busy[0]
     zh = real["zh"]["html"]
-    assert "机器繁忙：2 核上负载 3.1" in status(zh, "torch")["text"]
+    assert "机器繁忙：2 核上负载 3.1" in tags(zh, "torch", lang="zh")
 
 
 def test_outlier_windows_are_shown_never_dropped(real):
@@ -279,7 +297,7 @@ def test_outlier_windows_are_shown_never_dropped(real):
     assert "1 of 6 windows over 3× the median" in status(html, "torch")["text"]
     for fw in ("paddle", "mindspore"):
         assert "windows" not in status(html, fw)["text"], fw
-    assert "6 个计时窗口中有 1 个" in status(real["zh"]["html"], "torch")["text"]
+    assert "6 个计时窗口中有 1 个" in status(real["zh"]["html"], "torch", lang="zh")["text"]
 
 
 def test_a_bare_record_gets_no_machine_marks(tmp_path):
@@ -288,3 +306,47 @@ def test_a_bare_record_gets_no_machine_marks(tmp_path):
     html = build(tmp_path, [r, copy.deepcopy(r) | {"framework": "paddle"}])["html"]
     assert status(html, "mindspore")["text"] == "ok · scope not recorded"
     assert "busy" not in top(html)
+
+
+# ------------------------------------------------------------------ the labels themselves
+@pytest.mark.fast
+@pytest.mark.parametrize("gs, want", [
+    (scope(True, True, True, 1, 0, "jit"), ("whole step, 1 graph", "")),
+    (scope(True, True, True, 2, 2, "torch.compile", TORCH_WHY), ("whole step, 2 graphs (optimizer break)", "")),
+    (scope(True, True, True, 3, 2, "torch.compile", "a data-dependent branch"), ("whole step, 3 graphs, 2 breaks", "")),
+    (scope(True, True, True, None, None, "jit"), ("whole step", "")),
+    (scope(True, True, False, 2, None, "hybridize", MXNET_WHY), ("forward+backward, update eager", "warn")),
+    (scope(True, False, False, 1, 0, "to_static"), ("forward only", "warn")),
+    (scope(False, False, False, 0, 0, "trace"), ("nothing compiled", "flag")),
+    (scope(True, True, True, 0, 0, "trace"), ("nothing compiled", "flag")),
+    (None, ("scope not recorded", ""))])
+def test_scope_label_says_how_much_was_compiled(gs, want):
+    from frameval.report.labels import scope_label
+    from frameval.result import Result
+    S = Strings("en")
+    r = Result.from_dict({"graph_scope": gs, "compiled": False})
+    assert scope_label(r, "graph", S) == want
+    assert scope_label(r, "eager", S) is None  # eager says nothing of the kind
+
+
+@pytest.mark.fast
+def test_machine_labels_only_from_what_was_recorded():
+    from frameval.report.labels import busy_machine, outlier_text
+    from frameval.result import Result
+    S = Strings("en")
+    assert busy_machine(Result.from_dict({"machine": dict(IDLE, load_after=[2.01, 1, 1])})) == (2.01, 2)
+    assert busy_machine(Result.from_dict({"machine": dict(IDLE, load_before=[2.0, 1, 1])})) is None  # = cores
+    assert busy_machine(Result.from_dict({"machine": dict(IDLE, load_before=None, load_after=None)})) is None
+    assert busy_machine(Result.from_dict({})) is None
+    assert outlier_text(Result.from_dict({"timing": {"steady_windows": 6, "outlier_windows": 0}}), S) is None
+    assert outlier_text(Result.from_dict({}), S) is None
+    assert outlier_text(Result.from_dict({"timing": {"steady_windows": 9, "outlier_windows": 2}}), S) \
+        == "2 of 9 windows over 3× the median time"
+
+
+@pytest.mark.fast
+def test_outlier_factor_is_the_recorders():
+    """The report says "over 3× the median" from its own copy of the recorder's factor."""
+    from frameval.nb.record import OUTLIER_FACTOR
+    from frameval.report.labels import OUTLIER_FACTOR as SHOWN
+    assert SHOWN == OUTLIER_FACTOR
