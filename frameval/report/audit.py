@@ -1,15 +1,18 @@
 """The fairness audit, per workload: one row per setting, one column per run;
 the parameter counts against the spec, the settings each notebook recorded
 (and whether it read them back from the framework or only declared them), the
-threads in effect, what the training step's graph holds, and whether graph
-mode compiled."""
+threads in effect, what the training step's graph holds, and how much of the
+step graph mode compiled."""
 from __future__ import annotations
 
-from ..result import Result, as_list
-from . import fmt
+from ..result import Result
+from . import fmt, labels
 from .cells import cell, header
 from .spec import PARAM_COUNTS, SPEC_SETTINGS, audit_count, match_counts
 from .tables import SCOPE_PARTS, scope_text
+
+# settings_source values of a setting the framework has no API to read back
+UNREADABLE = ("missing", "not_readable")
 
 AUDIT_KEYS = ("batch_size", "lr", "optimizer", "betas", "adam_eps", "leaky_relu", "bn_momentum", "bn_eps",
               "dropout", "noise_dim", "window", "hidden", "dtype", "loss", "threads", "epochs",
@@ -78,31 +81,46 @@ def _param_rows(workload, rows, S, flags, structural):
     return body
 
 
+def _same_key(key, v) -> str:
+    """What two runs' values are compared by: an optimizer by its algorithm (the
+    same Adam is "Adam" in one API and "optax.adam" in another; its lr, betas and
+    eps are compared in their own rows), any other value as it is shown."""
+    return labels.optimizer_algorithm(v) if key == "optimizer" else fmt.value(v)
+
+
+def _setting_cell(key, v, src, differ, spec, S):
+    t = fmt.value(v)
+    if key == "data_sha256" and isinstance(v, str):
+        t = v[:12] + "…"
+    cls = "flag" if differ and v is not None else ("na" if v is None else "")
+    title = str(v) if key == "data_sha256" else ""
+    if not differ and v is not None and key in spec and _same_key(key, v) != _same_key(key, spec[key]):
+        cls, title = "warn", S("tip_differs_from_spec")
+    if src == "declared" and v is not None:
+        t += " " + S("declared_mark")
+        cls, title = cls or "decl", "; ".join(x for x in (title, S("tip_declared")) if x)
+    elif src == "read" and v is not None:
+        title = title or S("tip_read")
+    return cell(t, v if not isinstance(v, (list, dict)) else fmt.value(v), cls, title)
+
+
 def _setting_row(key, rows, spec, S, flags):
     vals = [audit_value(w.result, key) for w in rows]
     if all(v is None for v in vals) and key not in spec:
         return None
     sources = [w.result.settings_source.get(key) for w in rows]
+    # A setting marked missing has no API to read it back: shown as such, never
+    # compared and never "not recorded".
+    unreadable = [v is None and src in UNREADABLE for v, src in zip(vals, sources)]
     recorded = [v for v in vals if v is not None]
     distinct = {fmt.value(v) for v in recorded}
-    differ = len(distinct) > 1
+    differ = len({_same_key(key, v) for v in recorded}) > 1
     name = S("set_" + key) if ("set_" + key) in S.raw else key
     line = [cell(name, key), cell(fmt.value(spec[key]) if key in spec else "—", spec.get(key))]
-    for v, src in zip(vals, sources):
-        t = fmt.value(v)
-        if key == "data_sha256" and isinstance(v, str):
-            t = v[:12] + "…"
-        cls = "flag" if differ and v is not None else ("na" if v is None else "")
-        title = str(v) if key == "data_sha256" else ""
-        if not differ and v is not None and key in spec and fmt.value(v) != fmt.value(spec[key]):
-            cls, title = "warn", S("tip_differs_from_spec")
-        if src == "declared" and v is not None:
-            t += " " + S("declared_mark")
-            cls, title = cls or "decl", "; ".join(x for x in (title, S("tip_declared")) if x)
-        elif src == "read" and v is not None:
-            title = title or S("tip_read")
-        line.append(cell(t, v if not isinstance(v, (list, dict)) else fmt.value(v), cls, title))
-    missing = [w["label"] for w, v in zip(rows, vals) if v is None]
+    for v, src, nr in zip(vals, sources, unreadable):
+        line.append(cell(S("not_readable"), None, "na", S("tip_setting_not_readable")) if nr
+                    else _setting_cell(key, v, src, differ, spec, S))
+    missing = [w["label"] for w, v, nr in zip(rows, vals, unreadable) if v is None and not nr]
     declared = [w["label"] for w, v, src in zip(rows, vals, sources) if src == "declared" and v is not None]
     if differ:
         verdict = cell("✗ " + S("verdict_differs"), "differs", "flag")
@@ -113,18 +131,26 @@ def _setting_row(key, rows, spec, S, flags):
         verdict = cell(S("verdict_none_recorded"), "none", "na")
     elif declared:
         verdict = cell("= " + S("verdict_declared", runs=S.join(declared)), "declared", "warn")
+    elif len(distinct) > 1:  # one algorithm under several API names
+        verdict = cell("✓", "same", "ok", S("tip_same_algorithm", algorithm=_same_key(key, recorded[0])))
     else:
         verdict = cell("✓", "same", "ok")
     line.append(verdict)
     return line
 
 
+def _thread_count(v, unreadable, S) -> str:
+    if v is not None:
+        return fmt.integer(v)
+    return S("not_readable") if unreadable else fmt.NA
+
+
 def _threads_cell(w, e, S, flags):
     intra, inter = e.get("intra"), e.get("inter")
-    t = S("threads_value", intra=fmt.integer(intra) if intra is not None else fmt.NA,
-          inter=fmt.integer(inter) if inter is not None else fmt.NA)
+    unreadable = labels.not_readable(e)
+    t = S("threads_value", intra=_thread_count(intra, unreadable, S), inter=_thread_count(inter, unreadable, S))
     tips = [str(e.get("how") or "")]
-    if as_list(e.get("missing")):
+    if unreadable:
         tips.append(S("tip_threads_missing", what=", ".join(str(m) for m in e["missing"])))
     req, got = fmt.num(w.result.threads), fmt.num(intra)
     cls = ""
@@ -137,27 +163,36 @@ def _threads_cell(w, e, S, flags):
 
 
 def _threads_row(rows, S, flags):
-    """The threads in effect (read back from the framework), flagged when they
-    differ between runs or from the number requested."""
+    """The threads in effect (read back from the framework), flagged when two
+    readable counts differ between runs, or differ from the number requested.
+    Compared part by part (intra, inter) over the readable values only: a
+    framework with no API to read a count back is "not readable", not different."""
     if not any(w.result.threads_effective for w in rows):
         return None
     name = S("audit_threads_effective")
     line = [cell(name, "threads_effective"), cell("—")]
-    cells = []
+    cells, counts = [], []
     for w in rows:
         e = w.result.threads_effective
         cells.append(_threads_cell(w, e, S, flags) if e else cell(fmt.NA, None, "na", S("tip_threads_not_recorded")))
-    distinct = {c["t"] for c in cells if c["v"] is not None}
-    if len(distinct) > 1:
-        for c in cells:
-            if c["v"] is not None:
-                c["cls"] = "flag"
+        counts.append((fmt.num(e.get("intra")), fmt.num(e.get("inter"))) if e else (None, None))
+    differ = any(len({c[i] for c in counts if c[i] is not None}) > 1 for i in (0, 1))
+    readable = [c for c, n in zip(cells, counts) if n != (None, None)]
+    if differ:
+        for c in readable:
+            c["cls"] = "flag"
         flags.append({"kind": "setting", "key": "threads_effective",
-                      "text": S("flag_setting", key=name, values=S.join(sorted(distinct)))})
-    bad_req = any(c["cls"] == "warn" for c in cells)
-    verdict = _verdict(len(distinct) <= 1, S("verdict_differs"))
-    if len(distinct) <= 1 and bad_req:
+                      "text": S("flag_setting", key=name, values=S.join(sorted({c["t"] for c in readable})))})
+    unreadable = [w["label"] for w, n in zip(rows, counts)
+                  if None in n and labels.not_readable(w.result.threads_effective)]
+    if differ:
+        verdict = _verdict(False, S("verdict_differs"))
+    elif any(c["cls"] == "warn" for c in cells):
         verdict = cell("? " + S("verdict_not_requested"), "requested", "warn")
+    elif unreadable:
+        verdict = cell("✓ " + S("verdict_readable_same", runs=S.join(unreadable)), "same", "ok")
+    else:
+        verdict = cell("✓", "same", "ok")
     return line + cells + [verdict]
 
 
@@ -184,21 +219,29 @@ def _scope_row(rows, S, flags):
 
 
 def _compiled_row(rows, S, flags):
+    """How much of the training step each graph-mode run compiled, in words
+    (labels.scope_label). Flagged only where nothing was compiled: a partial
+    scope is not "not compiled", and the graph-scope row above already flags
+    graph-mode runs whose scopes differ."""
     line = [cell(S("audit_compiled"), "compiled"), cell("—")]
-    bad = False
+    worst = "ok"
     for w in rows:
         note, compiled = w.result.compile_note or "", w.result.compiled
-        if w["mode"] != "graph":
+        got = labels.scope_label(w.result, w["mode"], S)
+        if got is None:
             line.append(cell("—", None, "", S("eager")))
-        elif compiled is True:
-            line.append(cell("✓ " + S("yes"), True, "ok", note))
-        elif compiled is False and not w["ok"]:
-            line.append(cell(S("no") + f" ({S('status_failed')})", False, "na", note))
-        elif compiled is False:
-            bad = True
-            line.append(cell("✗ " + S("no"), False, "flag", note))
-            flags.append({"kind": "compile", "run": w["label"], "text": S("flag_not_compiled", run=w["label"], note=note)})
+        elif not w["ok"]:
+            line.append(cell(got[0] + f" ({S('status_failed')})", None, "na", note))
+        elif not w.result.graph_scope:  # an older result: compiled=True meant graph mode compiled
+            line.append(cell("✓ " + S("yes"), True, "ok", note) if compiled is True
+                        else cell(got[0], None, "na", S("tip_label_scope_not_recorded")))
+        elif got[1] == "flag":
+            worst = "flag"
+            line.append(cell("✗ " + got[0], False, "flag", note))
+            flags.append({"kind": "compile", "run": w["label"], "text": S("flag_nothing_compiled", run=w["label"], note=note)})
         else:
-            line.append(cell(fmt.NA, None, "na"))
-    line.append(cell("✗" if bad else "✓", "bad" if bad else "ok", "flag" if bad else "ok"))
+            worst = "warn" if got[1] == "warn" and worst == "ok" else worst
+            line.append(cell(("≈ " if got[1] == "warn" else "✓ ") + got[0], compiled, got[1] or "ok", note))
+    mark = {"ok": "✓", "warn": "≈ " + S("verdict_partial"), "flag": "✗"}[worst]
+    line.append(cell(mark, worst, worst))
     return line

@@ -16,7 +16,7 @@ from ..result import Result, as_list
 from ..results import load_runs
 from . import charts as ch
 from .audit import audit_table
-from .check import check_detail_table, check_table
+from .check import check_detail_table, check_intro, check_table
 from .context import environment, metadata, reproduce
 from .defects import defects_table, install_table
 from .findings import findings
@@ -169,7 +169,9 @@ def _check(rows, S, problems):
                        default=lambda it: ({"id": "table-check", "error": it["text"], "headers": [], "rows": []}, [], True))
     detail = problems.run(S("what_table", name=S("h_check_detail")), check_detail_table, wrows, S,
                           default=lambda it: {"id": "table-check-detail", "error": it["text"], "headers": [], "rows": []})
-    return {"table": got[0], "failed": got[1], "any": got[2], "detail": detail}
+    intro = problems.run(S("what_section", name=S("h_check")), check_intro, wrows, S,
+                         default=lambda it: S("check_intro", probe=S("check_probe_unknown")))
+    return {"table": got[0], "failed": got[1], "any": got[2], "detail": detail, "intro": intro}
 
 
 def _alerts(rows, check_failed, S, found=()) -> list:

@@ -130,3 +130,30 @@ def check_detail_table(rows, S):
         body.append(line)
     return {"id": "table-check-detail", "headers": heads, "rows": body, "sortable": True,
             "row_ids": [w["id"] for w in crows]}
+
+
+def check_intro(rows, S) -> str:
+    """The section's opening sentence with the probe batch the checks recorded
+    (`check["probe_size"]`, else `check["batch_size"]`: the notebooks check at the
+    training batch size), not a size assumed here."""
+    sizes = {}
+    for w in rows:
+        chk = as_dict(w.result.check)
+        n = fmt.num(chk.get("probe_size"))
+        n = fmt.num(chk.get("batch_size")) if n is None else n
+        if n is not None:
+            sizes.setdefault(w["workload"], set()).add(int(n))
+    every = {n for got in sizes.values() for n in got}
+    if len(every) == 1:
+        probe = S("check_probe_one", n=fmt.integer(every.pop()))
+    elif every:
+        name = {wl: S("wl_" + wl) if ("wl_" + wl) in S.raw else wl for wl in sizes}
+        probe = S("check_probe_many", items=S.join(f"{name[wl]} {'/'.join(fmt.integer(n) for n in sorted(got))}"
+                                                   for wl, got in sorted(sizes.items(), key=lambda x: _wl_order(x[0]))))
+    else:
+        probe = S("check_probe_unknown")
+    return S("check_intro", probe=probe)
+
+
+def _wl_order(wl) -> int:
+    return WORKLOADS.index(wl) if wl in WORKLOADS else len(WORKLOADS)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .. import stats
 from ..catalog import WORKLOAD_BY_KEY
-from . import fmt
+from . import fmt, labels
 from .media import dev_suffix, wl_name
 from .model import fastest_by_device, speed_ratio
 from .tables import QUALITY_FORMAT
@@ -143,10 +143,13 @@ def audit_findings(rows, audits, S) -> list:
             if fl:
                 out.append({"kind": "settings", "flag": True, "anchor": audit["anchor"],
                             "text": S(key, workload=audit["name"], keys=S.join(f["text"] for f in fl))})
-    nc = [w for w in rows if w["ok"] and w["mode"] == "graph" and w.result.compiled is False]
+    # Only a graph-mode run that compiled nothing: compiled=False also means a
+    # whole step in two graphs or an eager update, which the graph-scope
+    # sentence above states when the scopes differ.
+    nc = [w for w in rows if w["ok"] and labels.compiled_nothing(w.result, w["mode"])]
     if nc:
         out.append({"kind": "compile", "flag": True, "anchor": "audit",
-                    "text": S("finding_not_compiled", items=S.join(f"{w['label']} / {wl_name(S, w['workload'])}" for w in nc))})
+                    "text": S("finding_nothing_compiled", items=S.join(f"{w['label']} / {wl_name(S, w['workload'])}" for w in nc))})
     noisy = [w for w in rows if w["noisy"]]
     if noisy:
         out.append({"kind": "noisy", "flag": True, "anchor": f"wl-{noisy[0]['workload']}",
@@ -157,6 +160,19 @@ def audit_findings(rows, audits, S) -> list:
         out.append({"kind": "reused", "anchor": "metadata",
                     "text": S("finding_reused", n=len(reused), items=S.join(f"{w['label']} / {wl_name(S, w['workload'])}" for w in reused))})
     return out
+
+
+def machine_findings(rows, S) -> list:
+    """The runs measured on a busy machine (1-minute load above the core count,
+    before or after the run), in one sentence: their figures are less reliable."""
+    busy = [(w, labels.busy_machine(w.result)) for w in rows]
+    busy = [(w, b) for w, b in busy if b]
+    if not busy:
+        return []
+    items = S.join(S("busy_item", run=f"{w['label']} / {wl_name(S, w['workload'])}", load=f"{b[0]:.1f}", cores=b[1])
+                   for w, b in busy)
+    return [{"kind": "machine", "flag": True, "anchor": f"wl-{busy[0][0]['workload']}",
+             "text": S("finding_busy", items=items)}]
 
 
 def _line_name(c, S) -> str:
@@ -215,5 +231,6 @@ def findings(rows, wls, S, errors, check_failed, audits, problems, versions=None
             out.append({"kind": "quality", "text": q, "anchor": f"wl-{wl}"})
     add(S("what_findings", kind=S("h_findings_other"), workload=S("h_errors")), run_findings, rows, errors, check_failed, S)
     add(S("what_findings", kind=S("h_findings_other"), workload=S("h_audit")), audit_findings, rows, audits, S)
+    add(S("what_findings", kind=S("h_findings_other"), workload=S("h_machines")), machine_findings, rows, S)
     add(S("what_findings", kind=S("h_findings_other"), workload=S("h_versions")), version_findings, versions, S)
     return out

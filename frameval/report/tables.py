@@ -9,16 +9,16 @@ from pathlib import Path
 from .. import stats
 from ..catalog import WORKLOAD_BY_KEY
 from ..result import Result
-from . import fmt
+from . import fmt, labels
 from .cells import cell, header
 from .check import check_summary
 from .defects import mark_substitute
+from .labels import SCOPE_PARTS
 from .model import fastest_by_device, speed_ratio
 from .spec import audit_count, framework_name, match_counts
 
 TRACEBACK_LINES = 15
 MESSAGE_CHARS = 2000
-SCOPE_PARTS = ("forward", "backward", "update")
 MEMORY_KEYS = (("after_import_mb", "col_mem_import"), ("after_data_mb", "col_mem_data"),
                ("after_check_mb", "col_mem_check"), ("before_training_mb", "col_mem_before"),
                ("training_peak_mb", "col_mem_training"), ("process_peak_mb", "col_mem_process"))
@@ -181,13 +181,35 @@ def status_cell(w, S):
     if w["noisy"]:
         tags.append(S("status_noisy"))
         cls = cls or "warn"
-    if w["mode"] == "graph" and w["ok"] and w.result.compiled is False:
-        tags.append(S("status_not_compiled"))
-        cls = cls or "flag"
+    titles = []
+    for text, tcls, title in _state_tags(w, S):
+        tags.append(text)
+        cls = cls or tcls
+        titles.append(title)
     if w["extra_failed"]:
         tags.append(S("status_repeat_failed", n=len(w["extra_failed"])))
         cls = cls or "warn"
-    return cell(" · ".join(tags), w["status"], cls)
+    return cell(" · ".join(tags), w["status"], cls, "; ".join(t for t in titles if t))
+
+
+def _state_tags(w, S) -> list:
+    """[(text, class, tooltip)]: how much of the step graph mode compiled, when
+    it was not the whole step without a break (compiled=False said "not
+    compiled" even of a step compiled whole into two graphs); a busy machine;
+    outlier timing windows. Each only where the result records it."""
+    out = []
+    got = labels.scope_label(w.result, w["mode"], S) if w["ok"] and w.result.compiled is not True else None
+    if got:
+        gs = w.result.graph_scope or {}
+        tip = " — ".join(str(x) for x in (gs.get("how"), gs.get("why")) if x) if gs else S("tip_label_scope_not_recorded")
+        out.append((got[0], got[1], tip))
+    busy = labels.busy_text(w.result, S)
+    if busy:
+        out.append((busy, "warn", S("tip_busy")))
+    outliers = labels.outlier_text(w.result, S)
+    if outliers:
+        out.append((outliers, "warn", S("tip_outliers", x=f"{labels.OUTLIER_FACTOR:g}")))
+    return out
 
 
 def steady_cell(w, S):
