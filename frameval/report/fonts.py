@@ -73,7 +73,7 @@ def _face(path: str) -> int:
         return -1
     from fontTools.ttLib import TTCollection
     names = [str(f["name"].getDebugName(1) or "") for f in TTCollection(path, lazy=True).fonts]
-    return next((i for i, n in enumerate(names) if n.endswith(" SC")), 0)
+    return next((i for i, n in enumerate(names) if re.search(r"\bSC\b", n)), 0)
 
 
 @functools.lru_cache(maxsize=4)
