@@ -9,6 +9,9 @@ installs it as a setup step: frameval/testtools.py) and the `websocket-client`
 package (environment.yml). For Chinese,
 a CJK font is handed to Chromium through a private fontconfig file (the one
 mplfonts ships), so the screenshot shows glyphs, not boxes, on a bare machine.
+`inspect(..., fonts="bare")` instead gives Chromium Latin fonts only (matplotlib's
+DejaVu), the machine a reader without a CJK font has: then only what the page
+embeds can draw its Chinese, and `glyphs` lists every character drawn as a box.
 """
 from __future__ import annotations
 
@@ -34,16 +37,23 @@ FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
          "--host-resolver-rules=MAP * ~NOTFOUND")
 
 
-def _fontconfig(tmp: Path) -> dict:
-    font = find_cjk_font()
-    if not font:
-        return {}
+def _fontconfig(tmp: Path, fonts: str = "cjk") -> dict:
+    """"cjk": the system's fonts plus the CJK font the charts use. "bare": no
+    system font at all, only matplotlib's DejaVu, so the result does not depend
+    on whether this machine happens to have a CJK font installed."""
+    if fonts == "bare":
+        import matplotlib
+        dirs = f"<dir>{Path(matplotlib.get_data_path()) / 'fonts' / 'ttf'}</dir>"
+    else:
+        font = find_cjk_font()
+        if not font:
+            return {}
+        dirs = f'<include ignore_missing="yes">/etc/fonts/fonts.conf</include>\n  <dir>{font.parent}</dir>'
     conf = tmp / "fonts.conf"
     conf.write_text(f"""<?xml version="1.0"?>
 <!DOCTYPE fontconfig SYSTEM "fonts.dtd">
 <fontconfig>
-  <include ignore_missing="yes">/etc/fonts/fonts.conf</include>
-  <dir>{font.parent}</dir>
+  {dirs}
   <cachedir>{tmp / "fccache"}</cachedir>
 </fontconfig>
 """)
@@ -128,14 +138,60 @@ SORT_CHECK = """(() => {
 
 PHONE_CHECK = "document.documentElement.scrollWidth <= window.innerWidth + 1"
 
+# Every CJK character of the page's text, drawn on a canvas in the font its
+# element uses (family, weight, style), compared with a character no font has
+# (U+10FFFD, private use): a character whose pixels are those of that box, or
+# that leaves no ink, has no glyph on this page. Fonts the page declares are
+# loaded first, as the page's own layout does.
+GLYPH_CHECK = r"""(async () => {
+  const cjk = /[\u2e80-\u2fdf\u3001-\u303f\u3040-\u9fff\uac00-\ud7af\uf900-\ufaff\ufe30-\ufe4f\uff01-\uffee]/u;
+  const groups = new Map();
+  const walk = document.createTreeWalker(document.documentElement, NodeFilter.SHOW_TEXT);
+  for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+    const el = n.parentElement;
+    if (!el || ["SCRIPT", "STYLE", "TITLE"].includes(el.tagName)) continue;
+    const cs = getComputedStyle(el);
+    const font = `${cs.fontStyle} ${cs.fontWeight} 40px ${cs.fontFamily}`;
+    const set = groups.get(font) || new Set();
+    for (const ch of n.data) if (cjk.test(ch)) set.add(ch);
+    groups.set(font, set);
+  }
+  await document.fonts.ready;
+  const cv = document.createElement("canvas");
+  cv.width = cv.height = 56;
+  const g = cv.getContext("2d", {willReadFrequently: true});
+  const ink = (font, ch) => {
+    g.clearRect(0, 0, 56, 56); g.font = font; g.fillStyle = "#000"; g.fillText(ch, 4, 46);
+    const d = g.getImageData(0, 0, 56, 56).data, a = new Uint8Array(d.length / 4);
+    for (let i = 0; i < a.length; i++) a[i] = d[4 * i + 3];
+    return a;
+  };
+  const same = (x, y) => x.every((v, i) => v === y[i]);
+  const missing = new Set(), checked = new Set();
+  for (const [font, set] of groups) {
+    if (!set.size) continue;
+    await document.fonts.load(font, [...set].join(""));
+    const box = ink(font, "\u{10FFFD}");
+    for (const ch of set) {
+      checked.add(ch);
+      const a = ink(font, ch);
+      if (same(a, box) || a.every(v => v === 0)) missing.add(ch);
+    }
+  }
+  return {checked: [...checked].join(""), missing: [...missing].join(""),
+          fonts: [...document.fonts].map(f => ({family: f.family, status: f.status})),
+          body_font: getComputedStyle(document.body).fontFamily};
+})()"""
 
-def inspect(html: Path, shots_dir: Path | None = None, timeout: float = 90.0) -> dict:
-    """Load `html` in headless Chromium; return requests, images, text, checks and screenshot paths."""
+
+def inspect(html: Path, shots_dir: Path | None = None, timeout: float = 90.0, fonts: str = "cjk") -> dict:
+    """Load `html` in headless Chromium; return requests, images, text, checks and screenshot paths.
+    `fonts`: "cjk" (the system's fonts and a CJK one) or "bare" (Latin fonts only: see _fontconfig)."""
     html = Path(html).resolve()
     tmp = Path(tempfile.mkdtemp(prefix="frameval-chromium-"))
     proc = None
     try:
-        proc, ws = _open(tmp, timeout)
+        proc, ws = _open(tmp, timeout, fonts)
         page = Page(ws)
         page.call("Network.enable")
         page.call("Page.enable")
@@ -161,6 +217,7 @@ def inspect(html: Path, shots_dir: Path | None = None, timeout: float = 90.0) ->
                                                  full=False))
             info["phone_fits"] = page.js(PHONE_CHECK)
         info["screenshots"] = shots
+        info["glyphs"] = page.js(GLYPH_CHECK)
         info["sort_works"] = page.js(SORT_CHECK)
         ws.close()
         return info
@@ -174,7 +231,7 @@ def inspect(html: Path, shots_dir: Path | None = None, timeout: float = 90.0) ->
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _open(tmp: Path, timeout: float):
+def _open(tmp: Path, timeout: float, fonts: str = "cjk"):
     """Start Chromium with a fresh profile in `tmp`; (process, DevTools socket of its page)."""
     import websocket  # websocket-client
 
@@ -183,7 +240,7 @@ def _open(tmp: Path, timeout: float):
         raise FileNotFoundError(f"chromium not found; install it: {INSTALL}")
     proc = subprocess.Popen([chrome, *FLAGS, f"--user-data-dir={tmp / 'profile'}", "--remote-debugging-port=0",
                              "--remote-allow-origins=*", "--window-size=1280,900", "about:blank"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=dict(os.environ, **_fontconfig(tmp)))
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=dict(os.environ, **_fontconfig(tmp, fonts)))
     try:
         port_file = tmp / "profile" / "DevToolsActivePort"
         end = time.time() + timeout
@@ -206,6 +263,7 @@ def _open(tmp: Path, timeout: float):
 
 if __name__ == "__main__":
     import sys
-    res = inspect(Path(sys.argv[1]), Path(sys.argv[2]).parent if len(sys.argv) > 2 else Path("."))
+    res = inspect(Path(sys.argv[1]), Path(sys.argv[2]).parent if len(sys.argv) > 2 else Path("."),
+                  fonts=os.environ.get("FRAMEVAL_BROWSER_FONTS", "cjk"))
     res.pop("text", None)
     print(json.dumps(res, indent=1, ensure_ascii=False)[:5000])

@@ -417,6 +417,23 @@ def test_browser_renders_report(built, lang, tmp_path):
         shutil.copy(info["screenshots"]["phone"], SCREENSHOT.with_name("frameval-report-screenshot-phone.png"))
 
 
+def test_chinese_page_draws_its_text_without_a_cjk_font(built, tmp_path):
+    """A reader with no CJK font at all (Chromium given Latin fonts only) sees
+    every Chinese character of the zh page drawn, not a box: the page embeds
+    what it needs. Each character is drawn in its element's font and compared
+    with a character no font has (tests/browser.py, GLYPH_CHECK)."""
+    from frameval.testtools import INSTALL, chromium_path
+    assert chromium_path(), f"no chromium to open the report in; install it: {INSTALL}"
+    from browser import inspect
+    info = inspect(Path(built["zh"]["info"]["html"]), tmp_path / "shots", fonts="bare")
+    shutil.copy(info["screenshots"]["desktop"], SCREENSHOT.with_name("frameval-report-screenshot-bare.png"))
+    glyphs = info["glyphs"]
+    assert len(glyphs["checked"]) > 300, glyphs
+    missing = glyphs["missing"]
+    assert not missing, f"{len(missing)} of {len(glyphs['checked'])} characters drawn as boxes: {missing[:80]}"
+    assert info["external_requests"] == [] and not info["failed_loads"], info["failed_loads"]
+
+
 def test_check_cell_names_the_failing_tensors():
     from frameval.report.check import check_cell
     S = Strings("en")

@@ -15,7 +15,7 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup
 
-from . import fmt
+from . import fmt, fonts
 
 
 def _datauri(assets: Path):
@@ -132,10 +132,27 @@ def _plain(what, fn, *args, **kw):
 
 
 def render_html(ctx: dict, templates: Path, assets: Path, problems=None) -> str:
+    """The page; when it holds CJK characters, rendered a second time with a
+    font cut to exactly those characters (fonts.py), since only the rendered
+    page knows them."""
     digest = base64.b64encode(hashlib.sha256(SORT_JS.encode("utf-8")).digest()).decode("ascii")
-    return _html_env(str(templates)).get_template("report.html.j2").render(
-        **ctx, sort_js=Markup(SORT_JS), csp_script=Markup(f"'sha256-{digest}'"), datauri_of=_datauri(assets),
-        guard=_guard(problems, _html_broken) if problems is not None else _plain, broken=_html_broken).lstrip()
+    template = _html_env(str(templates)).get_template("report.html.j2")
+    kw = dict(ctx, sort_js=Markup(SORT_JS), csp_script=Markup(f"'sha256-{digest}'"), datauri_of=_datauri(assets),
+              guard=_guard(problems, _html_broken) if problems is not None else _plain, broken=_html_broken)
+    page = template.render(**kw, page_font=None).lstrip()
+    font = _page_font(page, ctx.get("S"), problems)
+    return template.render(**kw, page_font=font).lstrip() if font else page
+
+
+def _page_font(page: str, S, problems):
+    """The page's own CJK font, or None. One that cannot be made costs only the
+    font: the page is written, and its problems list says Chinese may show as boxes."""
+    if problems is None:
+        try:
+            return fonts.page_font(page, S)
+        except fonts.NoPageFont:
+            return None
+    return problems.run(fonts.words(S, "what"), fonts.page_font, page, S, default=None)
 
 
 def render_markdown(ctx: dict, templates: Path, problems=None) -> str:
