@@ -35,18 +35,6 @@ CJK = re.compile("[\u2e80-\u2fdf\u3001-\u303f\u3040-\u9fff\uac00-\ud7af\uf900-\u
 # and the licence (13, 14), which the SIL Open Font License asks to travel with the font.
 NAME_IDS = [0, 1, 2, 3, 4, 5, 6, 13, 14]
 
-# The problem line's words. They belong in templates/strings/<lang>.json
-# (keys page_font_what, page_font_no_font, ...): a key found there wins.
-_WORDS = {
-    "en": {"what": "the font of the HTML page's Chinese text",
-           "no_font": "no CJK font found (install mplfonts or fonts-noto-cjk); Chinese text may show as boxes",
-           "no_fonttools": "fontTools is not installed; Chinese text may show as boxes",
-           "failed": "Chinese text may show as boxes"},
-    "zh": {"what": "HTML 页面中文文字的字体",
-           "no_font": "没有找到中文字体（请安装 mplfonts 或 fonts-noto-cjk），中文可能显示为方框",
-           "no_fonttools": "没有安装 fontTools，中文可能显示为方框",
-           "failed": "中文可能显示为方框"},
-}
 
 
 class NoPageFont(RuntimeError):
@@ -54,9 +42,11 @@ class NoPageFont(RuntimeError):
 
 
 def words(S, key: str) -> str:
-    lang = getattr(S, "lang", "en")
-    found = S.get(f"page_font_{key}") if S is not None else ""
-    return found or _WORDS.get(lang, _WORDS["en"])[key]
+    """The problem line's words, from templates/strings/<lang>.json (page_font_*)."""
+    if S is None:
+        from .i18n import Strings
+        S = Strings("en")
+    return S.get(f"page_font_{key}")
 
 
 def page_chars(page: str) -> str:
