@@ -1,7 +1,6 @@
 """Every speed ratio carries its 95% interval and a verdict: synthetic runs
 where the answer is known, and the real matrix's report against a
 recomputation from its result files."""
-import json
 import random
 import re
 
@@ -11,7 +10,7 @@ from frameval import stats
 from frameval.report import fmt
 from frameval.report.findings import speed_findings
 from frameval.report.i18n import Strings
-from frameval.report.model import make_rows, run_windows
+from frameval.report.model import fastest_by_device, make_rows, run_windows
 
 
 def _result(fw, sps, noise, seed, runs_dir="x", epochs=6, samples=640):
@@ -73,12 +72,52 @@ def test_real_matrix_report_shows_every_interval_as_recomputed(matrix):
     for w in rows:
         if not w.get("interval"):
             continue
-        best = next(b for b in rows if b["workload"] == w["workload"] and b["device"] == w["device"]
-                    and b["samples_per_s"] and not w.get("interval") is None and b is not w
-                    and b["samples_per_s"] >= max(x["samples_per_s"] or 0 for x in rows if x["workload"] == w["workload"]))
+        best = fastest_by_device([b for b in rows if b["workload"] == w["workload"]])[w["device"]]
         again = stats.speed_interval(run_windows(best), run_windows(w), point=best["samples_per_s"] / w["samples_per_s"])
         shown = f"{w['label']} {fmt.ratio(again['ratio'])} ({fmt.interval(again['lo'], again['hi'])})"
         assert shown in md, (shown, w["workload"])
         checked += 1
     assert checked >= 6, checked
     assert len(re.findall(r"Ranked on \d+ steady timing windows", md)) == 3
+
+
+def _mode_result(fw, mode, sps, first_s, noise=0.01, seed=0):
+    r = _result(fw, sps, noise, seed, runs_dir=mode)
+    r["mode"], r["_dir"] = mode, f"/x/runs/{fw}/lenet-{mode}"
+    r["epochs"][0]["seconds"] = first_s
+    r["first_epoch_s"] = first_s
+    return r
+
+
+@pytest.mark.fast
+def test_graph_against_eager_speedup_compile_cost_and_break_even():
+    """Graph at 2x eager's samples/s with a 10 s first epoch; eager's own warm-up 0.2 s."""
+    from frameval.report.modes import mode_line, mode_pairs, mode_section
+    g = _mode_result("tensorflow", "graph", 2_000, 10.0 + 640 / 2_000)
+    e = _mode_result("tensorflow", "eager", 1_000, 0.2 + 640 / 1_000, seed=3)
+    rows = _rows(g, e)
+    (pg, pe), = mode_pairs(rows)
+    ln = mode_line(pg, pe)
+    assert ln["speedup"] == pytest.approx(pg["samples_per_s"] / pe["samples_per_s"])
+    expect_compile = (g["first_epoch_s"] - pg["steady"]) - (e["first_epoch_s"] - pe["steady"])
+    assert ln["compile_s"] == pytest.approx(expect_compile)
+    gain = 1 / pe["samples_per_s"] - 1 / pg["samples_per_s"]
+    assert ln["break_even"] == pytest.approx(expect_compile / gain)
+    sec = mode_section(rows, Strings("en"))
+    row = sec["table"]["rows"][0]
+    assert row[3]["t"] == "faster" and row[5]["t"] == f"{fmt.integer(ln['break_even'])} samples"
+    assert mode_section(_rows(g), Strings("en")) is None  # one mode only: no section
+
+
+def test_real_matrix_report_has_the_graph_against_eager_table(matrix):
+    """The matrix runs --mode both: one line per framework and workload, figures from the result files."""
+    from frameval.report.modes import mode_line, mode_pairs
+    md = (matrix["out"] / "report.md").read_text()
+    assert "## Graph against eager" in md
+    rows = make_rows([dict(r, _dir=str(matrix["out"] / "runs" / fw / f"{wl}-{mode}"))
+                      for (fw, wl, mode), r in matrix["results"].items()], Strings("en"))
+    lines = [mode_line(g, e) for g, e in mode_pairs(rows)]
+    assert len(lines) >= 18, len(lines)
+    for ln in lines:
+        iv = ln["interval"]
+        assert f"{fmt.ratio(ln['speedup'])} ({fmt.interval(iv['lo'], iv['hi'])})" in md

@@ -26,6 +26,7 @@ from .media import summary_charts, wl_name, workload_media
 from .model import load_sources, make_rows
 from .render import notes_html, notes_markdown, render_all
 from .spec import WORKLOADS, framework_name, order_key
+from .modes import mode_section
 from .versions import version_section
 from .tables import code_size_table, error_entries, memory_table, scope_notes, workload_table
 
@@ -217,6 +218,8 @@ def _context(request, S, problems, assets_dir) -> dict:
     check = _check(rows, S, problems)
     versions = problems.run(S("what_section", name=S("h_versions")), version_section, rows, S, request["threshold"],
                             default=lambda it: {"error": it["text"]})
+    modes = problems.run(S("what_section", name=S("h_modes")), mode_section, rows, S,
+                         default=lambda it: {"error": it["text"]})
     errors = problems.run(S("what_section", name=S("h_errors")), error_entries, rows, request["out_dir"], S, default=[])
     assets = summary_charts(rows, wls, S, charts, problems)
     found = findings(rows, wls, S, errors, check["failed"], audits, problems, versions)
@@ -242,7 +245,7 @@ def _context(request, S, problems, assets_dir) -> dict:
         "notes_md": notes_markdown(notes_md), "notes_html": problems.run(S("what_notes"), notes_html, notes_md, default="")
         if notes_md else "",
         "summary_assets": assets, "env": env, "sections": sections, "audits": audits, "check": check,
-        "versions": versions,
+        "versions": versions, "modes": modes,
         "code": code, "errors": errors, "reproduce": repro, "defects": defects, "install": install, "multi_host": loaded["multi_host"], "hosts": loaded["hosts"],
         "name": request["name"], "generated": request["now"].isoformat(timespec="seconds"),
         "_info": {"runs": len(rows), "failed": n_failed, "check_failed": len([w for w in rows if w["check_failed"]]),

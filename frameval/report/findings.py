@@ -36,6 +36,17 @@ def speed_findings(wl, wrows, S) -> list:
     return out
 
 
+def mode_findings(rows, S) -> list:
+    """One sentence: what graph mode bought each framework where both modes ran."""
+    from .modes import mode_line, mode_pairs, verdict
+    lines = [mode_line(g, e) for g, e in mode_pairs(rows)]
+    items = [S("mode_item", run=ln["g"]["fw_name"], workload=wl_name(S, ln["g"]["workload"]),
+               ratio=fmt.ratio(ln["speedup"]), verdict=S("mode_" + verdict(ln["interval"])),
+               interval=fmt.interval(ln["interval"]["lo"], ln["interval"]["hi"]) if ln["interval"] else fmt.NA)
+             for ln in lines]
+    return [{"kind": "speed", "text": S("finding_modes", items=S.join(items)), "anchor": "modes"}] if items else []
+
+
 def _ratio_item(w, best, S) -> str:
     iv = w.get("interval")
     ratio = fmt.ratio(speed_ratio(w, best))
@@ -229,6 +240,7 @@ def findings(rows, wls, S, errors, check_failed, audits, problems, versions=None
             out.append({"kind": "quality", "flag": True, "text": q["text"], "anchor": "report-problems"})
         elif q:
             out.append({"kind": "quality", "text": q, "anchor": f"wl-{wl}"})
+    add(S("what_findings", kind=S("h_findings_speed"), workload=S("h_modes")), mode_findings, rows, S)
     add(S("what_findings", kind=S("h_findings_other"), workload=S("h_errors")), run_findings, rows, errors, check_failed, S)
     add(S("what_findings", kind=S("h_findings_other"), workload=S("h_audit")), audit_findings, rows, audits, S)
     add(S("what_findings", kind=S("h_findings_other"), workload=S("h_machines")), machine_findings, rows, S)

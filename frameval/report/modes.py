@@ -1,0 +1,79 @@
+"""Graph against eager, the question of the static-vs-dynamic-graph seed: where
+a framework ran a workload in both modes, what graph mode bought on the steady
+windows (its speedup over eager, with the 95% interval of stats.speed_interval),
+what its compile cost (the first epoch's excess over a steady one, in seconds),
+and after how many samples it paid that back."""
+from __future__ import annotations
+
+from .. import stats
+from ..result import number
+from . import fmt
+from .cells import cell, header
+from .model import run_windows
+
+
+def mode_pairs(rows) -> list:
+    """[(graph row, eager row)] of one framework, version, workload, device and host, both ok."""
+    out = []
+    for g in rows:
+        if g["mode"] != "graph" or not g["ok"] or g["samples_per_s"] is None:
+            continue
+        for e in rows:
+            same = all(e[k] == g[k] for k in ("fw", "version", "workload", "device", "host", "variant"))
+            if same and e["mode"] == "eager" and e["ok"] and e["samples_per_s"]:
+                out.append((g, e))
+    return out
+
+
+def mode_line(g, e) -> dict:
+    """The speedup (eager time per sample over graph's), its interval, the
+    compile cost and the break-even."""
+    speedup = g["samples_per_s"] / e["samples_per_s"]
+    iv = stats.speed_interval(run_windows(g), run_windows(e), point=speedup)
+    first, steady = number(g.result.first_epoch_s), g["steady"]
+    e_first, e_steady = number(e.result.first_epoch_s), e["steady"]
+    # the compile cost: graph's first-epoch excess beyond eager's own warm-up excess
+    excess = None
+    if None not in (first, steady, e_first, e_steady):
+        excess = max(0.0, (first - steady) - max(0.0, e_first - e_steady))
+    per_sample_gain = 1 / e["samples_per_s"] - 1 / g["samples_per_s"]
+    break_even = excess / per_sample_gain if excess is not None and per_sample_gain > 0 else None
+    return {"g": g, "e": e, "speedup": speedup, "interval": iv, "compile_s": excess, "break_even": break_even}
+
+
+def mode_section(rows, S) -> dict | None:
+    """The "Graph against eager" section, or None where no run had both modes."""
+    lines = [mode_line(g, e) for g, e in mode_pairs(rows)]
+    if not lines:
+        return None
+    heads = [header(S("col_framework")), header(S("col_workload")), header(S("col_mode_speedup"), True),
+             header(S("col_mode_verdict")), header(S("col_mode_compile"), True), header(S("col_mode_break_even"), True)]
+    table_rows = []
+    for ln in lines:
+        g, iv = ln["g"], ln["interval"]
+        called = S("mode_" + verdict(iv)) if iv else fmt.NA
+        text = fmt.ratio(ln["speedup"]) + (f" ({fmt.interval(iv['lo'], iv['hi'])})" if iv else "")
+        table_rows.append([cell(g["fw_name"] + (f" {g['version']}" if g["version"] else ""), g["fw"]),
+                           cell(S("wl_" + g["workload"]), g["workload"]), cell(text, ln["speedup"]),
+                           cell(called, None, "ok" if verdict(iv) == "faster" else ""),
+                           cell(fmt.seconds(ln["compile_s"]), ln["compile_s"]),
+                           cell(_break_even(ln, S), ln["break_even"])])
+    return {"table": {"id": "table-modes", "headers": heads, "rows": table_rows, "sortable": True},
+            "intro": S("modes_intro"), "lines": lines}
+
+
+def verdict(iv) -> str:
+    """faster / slower / within noise, for graph mode against eager (a speedup's interval)."""
+    if not iv:
+        return "na"
+    if iv["lo"] > 1:
+        return "faster"
+    return "slower" if iv["hi"] < 1 else "within_noise"
+
+
+def _break_even(ln, S) -> str:
+    if ln["compile_s"] is None:
+        return fmt.NA
+    if ln["break_even"] is None:
+        return S("mode_never")
+    return S("mode_break_even", samples=fmt.integer(ln["break_even"]))
