@@ -116,3 +116,25 @@ def test_an_outlier_window_is_counted_not_dropped(tmp_path):
     t = json.loads((tmp_path / files.RESULT).read_text())["timing"]
     assert t["window"] == "epoch" and t["steady_windows"] == 6 and t["outlier_windows"] == 1
     assert len(t["windows"]) == 7
+
+
+def test_other_processes_share_is_measured_not_our_own(tmp_path):
+    """A busy loop in this process is its own work (share near 0); one in a
+    separate process is other work (share near 1/cores)."""
+    import os
+    import subprocess
+    import sys
+    import time
+    from frameval.nb import measure
+    before = measure.machine_before()
+    t = time.perf_counter()
+    while time.perf_counter() - t < 1.0:
+        pass
+    own = measure.machine_state(before)
+    hog = subprocess.Popen([sys.executable, "-c", "import time\nt=time.time()\nwhile time.time()-t<1.5: pass"])
+    before = measure.machine_before()
+    time.sleep(1.2)
+    other = measure.machine_state(before)
+    hog.wait()
+    assert own["other_share"] < 0.25, own
+    assert other["other_share"] > 0.6 / os.cpu_count(), other

@@ -184,20 +184,44 @@ def cpu_times() -> dict | None:
         return None
     if not fields or fields[0] != "cpu":
         return None
-    ticks = [int(x) for x in fields[1:]]
+    ticks = [int(x) for x in fields[1:]] + [0] * 8
     hz = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-    steal = ticks[7] if len(ticks) > 7 else 0
-    # guest and guest_nice (fields 9, 10) are already counted in user and nice
-    return {"total_s": sum(ticks[:8]) / hz, "steal_s": steal / hz}
+    # user nice system idle iowait irq softirq steal; guest and guest_nice are already in user and nice
+    busy = ticks[0] + ticks[1] + ticks[2] + ticks[5] + ticks[6]
+    return {"total_s": sum(ticks[:8]) / hz, "steal_s": ticks[7] / hz, "busy_s": busy / hz}
 
 
-def machine_state(before: dict, after_load: list | None, after_cpu: dict | None) -> dict:
-    """The load average before and after a run, and the CPU steal over it."""
-    out = {"cores": os.cpu_count(), "load_before": before.get("load"), "load_after": after_load,
-           "steal_s": None, "steal_fraction": None}
+def own_cpu_s() -> float | None:
+    """CPU time this process (every thread) and its waited-for children used so far."""
+    try:
+        import resource
+    except ImportError:
+        return None
+    s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
+
+
+def machine_before() -> dict:
+    return {"load": loadavg(), "cpu": cpu_times(), "own": own_cpu_s(), "t": time.perf_counter()}
+
+
+def machine_state(before: dict) -> dict:
+    """Over a run: the load average before and after it, the CPU steal, and
+    the share of the machine's CPU time that other processes used
+    (`other_share`: the machine's busy time less this kernel's own, over wall
+    time x cores). The load average cannot tell them apart: a run that keeps
+    every core busy lifts it to the core count by itself."""
+    after_cpu, own, wall = cpu_times(), own_cpu_s(), time.perf_counter() - before["t"]
+    cores = os.cpu_count() or 1
+    out = {"cores": cores, "load_before": before.get("load"), "load_after": loadavg(),
+           "steal_s": None, "steal_fraction": None, "other_cpu_s": None, "other_share": None}
     b = before.get("cpu")
     if b and after_cpu and after_cpu["total_s"] > b["total_s"]:
         steal = after_cpu["steal_s"] - b["steal_s"]
         out["steal_s"] = round(steal, 2)
         out["steal_fraction"] = round(steal / (after_cpu["total_s"] - b["total_s"]), 4)
+        if own is not None and before.get("own") is not None and wall > 0:
+            other = max(0.0, (after_cpu["busy_s"] - b["busy_s"]) - (own - before["own"]))
+            out["other_cpu_s"] = round(other, 2)
+            out["other_share"] = round(min(1.0, other / (wall * cores)), 4)
     return out

@@ -274,7 +274,7 @@ class Recorder:
             self.result["hand_run"] = {k: v for k, v in self.hand_run.items() if k != "dir"}
         self.epochs = self.result["epochs"]
         self.windows: list = []  # step windows (ep.timed); whole epochs are windows where they suffice
-        self._machine_before = {"load": measure.loadavg(), "cpu": measure.cpu_times()}
+        self._machine_before = measure.machine_before()
         self.sync = None
         self._reset_device = None
         self._peak_device = None
@@ -446,7 +446,7 @@ class Recorder:
                     r["notes"].append(msg)
         self._summarise_timing()
         self._summarise_memory()
-        r["machine"] = measure.machine_state(self._machine_before, measure.loadavg(), measure.cpu_times())
+        r["machine"] = measure.machine_state(self._machine_before)
         if self._peak_device:
             try:
                 v = self._peak_device()

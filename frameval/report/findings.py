@@ -180,7 +180,7 @@ def machine_findings(rows, S) -> list:
     busy = [(w, b) for w, b in busy if b]
     if not busy:
         return []
-    items = S.join(S("busy_item", run=f"{w['label']} / {wl_name(S, w['workload'])}", load=f"{b[0]:.1f}", cores=b[1])
+    items = S.join(S("busy_item", run=f"{w['label']} / {wl_name(S, w['workload'])}", share=f"{b[0] * 100:.0f}%", cores=b[1])
                    for w, b in busy)
     return [{"kind": "machine", "flag": True, "anchor": f"wl-{busy[0][0]['workload']}",
              "text": S("finding_busy", items=items)}]

@@ -75,24 +75,27 @@ def compiled_nothing(r: Result, mode: str) -> bool:
     return not any(gs.get(p) is True for p in SCOPE_PARTS) or number(gs.get("graphs")) == 0
 
 
+# Other processes' share of the machine's CPU time over a run above which its
+# times are less reliable. Not the load average: a run that keeps every core
+# busy lifts that to the core count by itself, and a default report's runs
+# follow one another (each 1-minute average still holds the last run's threads).
+BUSY_SHARE = 0.25
+
+
 def busy_machine(r: Result):
-    """(1-minute load, cores) when the load before or after the run exceeded the
-    core count: other work shared the CPUs, so the run's times are less reliable.
-    None when the run recorded no machine state (older schemas) or was not busy."""
+    """(other processes' share of the CPUs, cores) when other work took more than
+    BUSY_SHARE of the machine during the run; None when it did not, or the run
+    recorded no such figure (older results)."""
     m = r.machine
-    cores = number(m.get("cores"))
-    if not cores:
+    share, cores = number(m.get("other_share")), number(m.get("cores"))
+    if share is None or not cores or share <= BUSY_SHARE:
         return None
-    loads = [number(as_list(m.get(k))[0]) for k in ("load_before", "load_after") if as_list(m.get(k))]
-    loads = [x for x in loads if x is not None]
-    if not loads or max(loads) <= cores:
-        return None
-    return max(loads), int(cores)
+    return share, int(cores)
 
 
 def busy_text(r: Result, S):
     got = busy_machine(r)
-    return None if got is None else S("label_busy", load=f"{got[0]:.1f}", cores=got[1])
+    return None if got is None else S("label_busy", share=f"{got[0] * 100:.0f}%", cores=got[1])
 
 
 def outlier_text(r: Result, S):
