@@ -59,7 +59,7 @@ def test_one_run_a_side_is_widened_by_the_between_run_spread():
     wide = stats.speed_interval(a, b)
     assert tight["hi"] - tight["lo"] < 0.05 and wide["widened"]
     assert wide["lo"] < tight["lo"] and wide["hi"] > tight["hi"]
-    assert wide["lo"] == pytest.approx(tight["ratio"] * 0.77, abs=0.05)  # exp(-1.96 * sqrt(2) * 0.095)
+    assert wide["lo"] == pytest.approx(tight["ratio"] * 0.70, abs=0.05)  # exp(-1.96 * sqrt(2) * 0.128)
 
 
 def test_real_matrix_report_shows_every_interval_as_recomputed(matrix):
