@@ -10,7 +10,7 @@ from frameval import stats
 from frameval.report import fmt
 from frameval.report.findings import speed_findings
 from frameval.report.i18n import Strings
-from frameval.report.model import fastest_by_device, make_rows, run_windows
+from frameval.report.model import at_faster_mode, best_of, fastest_by_group, make_rows, run_windows
 
 
 def _result(fw, sps, noise, seed, runs_dir="x", epochs=6, samples=640):
@@ -63,22 +63,72 @@ def test_one_run_a_side_is_widened_by_the_between_run_spread():
 
 
 def test_real_matrix_report_shows_every_interval_as_recomputed(matrix):
-    """The tiny real matrix: every ratio in the summary has its interval, equal
-    to stats.speed_interval recomputed from the result files' windows."""
+    """The tiny real matrix (both modes): every ratio in the summary has its
+    interval, equal to stats.speed_interval recomputed from the result files'
+    windows; each framework is ranked at its faster mode only."""
     md = (matrix["out"] / "report.md").read_text()
     rows = make_rows([dict(r, _dir=str(matrix["out"] / "runs" / fw / f"{wl}-{mode}"))
                       for (fw, wl, mode), r in matrix["results"].items()], Strings("en"))
     checked = 0
+    ranked = at_faster_mode(rows)
     for w in rows:
         if not w.get("interval"):
             continue
-        best = fastest_by_device([b for b in rows if b["workload"] == w["workload"]])[w["device"]]
+        best = best_of(w, fastest_by_group([b for b in rows if b["workload"] == w["workload"]]))
+        if w not in ranked:  # its other mode was faster: not in the ranking sentence
+            assert f"{w['label']} {fmt.ratio(best['samples_per_s'] / w['samples_per_s'])} (" not in md.split("## ")[2]
+            continue
         again = stats.speed_interval(run_windows(best), run_windows(w), point=best["samples_per_s"] / w["samples_per_s"])
         shown = f"{w['label']} {fmt.ratio(again['ratio'])} ({fmt.interval(again['lo'], again['hi'])})"
         assert shown in md, (shown, w["workload"])
         checked += 1
     assert checked >= 6, checked
     assert len(re.findall(r"Ranked on \d+ steady timing windows", md)) == 3
+    assert len(re.findall(r"Frameworks that ran both modes are ranked at their faster one", md)) == 3
+
+
+@pytest.mark.fast
+def test_both_modes_rank_each_framework_at_its_faster_one():
+    """torch: graph faster; tensorflow: eager faster. The sentence ranks torch
+    graph and tensorflow eager only, and says which mode each was."""
+    rows = _rows(_mode_result("torch", "graph", 10_000, 1.0, noise=0.0), _mode_result("torch", "eager", 6_000, 1.0, noise=0.0, seed=1),
+                 _mode_result("tensorflow", "graph", 4_000, 1.0, noise=0.0, seed=2),
+                 _mode_result("tensorflow", "eager", 5_000, 1.0, noise=0.0, seed=3))
+    text = speed_findings("lenet", rows, Strings("en"))[0]["text"]
+    assert "the fastest is PyTorch graph" in text and "TensorFlow eager 2.00×" in text
+    assert "PyTorch eager" not in text and "TensorFlow graph" not in text
+    assert "ranked at their faster one (PyTorch: graph, TensorFlow: eager)" in text
+
+
+@pytest.mark.fast
+def test_runs_of_two_sizes_are_ranked_apart_side_by_side():
+    """The same two frameworks at 640 and 6,400 samples an epoch (two merged
+    folders): two rankings, each naming its size, never one across sizes."""
+    small = [_result("torch", 10_000, 0.0, 1, runs_dir="a"), _result("tensorflow", 5_000, 0.0, 2, runs_dir="a")]
+    big = [_result("torch", 12_000, 0.0, 3, runs_dir="b", samples=6_400),
+           _result("tensorflow", 24_000, 0.0, 4, runs_dir="b", samples=6_400)]
+    for r in small + big:
+        r["data"], r["params"] = {"n_train": r["epochs"][0]["samples"]}, {"batch_size": 64}
+    rows = _rows(*small, *big)
+    found = speed_findings("lenet", rows, Strings("en"))
+    assert len(found) == 2
+    assert found[0]["text"].startswith("LeNet-5 (MNIST classification) (640 samples/epoch, batch 64): the fastest is PyTorch graph")
+    assert found[1]["text"].startswith("LeNet-5 (MNIST classification) (6,400 samples/epoch, batch 64): the fastest is TensorFlow graph")
+    assert all("2.00×" in f["text"] for f in found)
+    best = fastest_by_group(rows)
+    assert len(best) == 2 and all(w.get("interval") is None for w in best.values())
+
+
+@pytest.mark.fast
+def test_memory_within_two_percent_is_not_ranked():
+    from frameval.report.findings import memory_findings
+    a, b = _result("torch", 10_000, 0.01, 1), _result("tensorflow", 9_000, 0.01, 2)
+    a["peak_rss_mb"], b["peak_rss_mb"] = 500.0, 509.0
+    text = memory_findings("lenet", _rows(a, b), Strings("en"))[0]["text"]
+    assert "within 2% in every run" in text and "not ranked" in text and "lowest" not in text
+    b["peak_rss_mb"] = 511.0
+    text = memory_findings("lenet", _rows(a, b), Strings("en"))[0]["text"]
+    assert "the lowest peak host memory in training (RSS) is PyTorch graph, 500 MB" in text
 
 
 def _mode_result(fw, mode, sps, first_s, noise=0.01, seed=0):
@@ -118,6 +168,7 @@ def test_real_matrix_report_has_the_graph_against_eager_table(matrix):
                       for (fw, wl, mode), r in matrix["results"].items()], Strings("en"))
     lines = [mode_line(g, e) for g, e in mode_pairs(rows)]
     assert len(lines) >= 18, len(lines)
+    assert "Graph mode's speedup over eager, per framework and workload" in md  # the chart, with its caption
     for ln in lines:
         iv = ln["interval"]
         assert f"{fmt.ratio(ln['speedup'])} ({fmt.interval(iv['lo'], iv['hi'])})" in md

@@ -22,7 +22,7 @@ from .defects import defects_table, install_table
 from .findings import findings
 from .guard import Problems, ReportError, one_line
 from .i18n import LANGS, TEMPLATES, Strings
-from .media import summary_charts, wl_name, workload_media
+from .media import modes_chart, summary_charts, wl_name, workload_media
 from .model import load_sources, make_rows
 from .render import notes_html, notes_markdown, render_all
 from .spec import WORKLOADS, framework_name, order_key
@@ -220,6 +220,8 @@ def _context(request, S, problems, assets_dir) -> dict:
                             default=lambda it: {"error": it["text"]})
     modes = problems.run(S("what_section", name=S("h_modes")), mode_section, rows, S,
                          default=lambda it: {"error": it["text"]})
+    if modes and "error" not in modes:
+        modes["chart"] = modes_chart(modes, S, charts, problems)
     errors = problems.run(S("what_section", name=S("h_errors")), error_entries, rows, request["out_dir"], S, default=[])
     assets = summary_charts(rows, wls, S, charts, problems)
     found = findings(rows, wls, S, errors, check["failed"], audits, problems, versions)

@@ -218,10 +218,10 @@ class Charts:
             ax.legend(fontsize=7, frameon=False, ncol=2)
             return self._save(fig, name)
 
-    def hbar_panels(self, name, panels, note=None):
+    def hbar_panels(self, name, panels, note=None, line=None):
         """Summary figure: one panel per workload, horizontal bars.
         panels: [(title, xlabel, [(label, value, framework, best[, (low, high)])])]; a (low, high)
-        interval is drawn as an error bar."""
+        interval is drawn as an error bar; `line` draws a reference (1.0: no change)."""
         panels = [p for p in panels if any(plottable(v[1]) is not None for v in p[2])]
         if not panels:
             return None
@@ -243,6 +243,8 @@ class Charts:
                                 textcoords="offset points")
                 ax.set_yticks(ys)
                 ax.set_yticklabels([it[0] for it in items], fontsize=8)
+                if line is not None:
+                    ax.axvline(line, color="#555", linewidth=0.8, linestyle="--")
                 ax.set_title(title)
                 ax.set_xlabel(xlabel)
                 ax.margins(x=0.25)

@@ -6,20 +6,24 @@ from __future__ import annotations
 from .. import stats
 from ..catalog import WORKLOAD_BY_KEY
 from . import fmt, labels
-from .media import dev_suffix, wl_name
-from .model import fastest_by_device, speed_ratio
+from .media import dev_suffix, group_suffix, ranking_groups, wl_name
+from .model import at_faster_mode, speed_ratio
 from .tables import QUALITY_FORMAT
+
+MEMORY_TIE = 0.02  # peak memories closer than this are not ranked
 
 
 def speed_findings(wl, wrows, S) -> list:
-    """Per device: the fastest, the runs within noise of it, the slower ones,
-    each ratio with its 95% interval, and the work the ranking rests on."""
+    """Per ranking (device and size, side by side where several): the fastest,
+    the runs within noise of it, the slower ones, each ratio with its 95%
+    interval, and the work the ranking rests on. A framework that ran both
+    modes is ranked at its faster one (the other is in "Graph against eager")."""
     out = []
-    devices = sorted({w["device"] for w in wrows})
-    for dev, best in sorted(fastest_by_device(wrows).items()):
-        others = sorted([w for w in wrows if w["device"] == dev and w is not best and speed_ratio(w, best) is not None],
+    ranked = at_faster_mode(wrows)
+    for group, best, grows in ranking_groups(wrows):
+        others = sorted([w for w in grows if w is not best and w in ranked and speed_ratio(w, best) is not None],
                         key=lambda w: -w["samples_per_s"])
-        name = wl_name(S, wl) + dev_suffix(S, dev, devices)
+        name = wl_name(S, wl) + group_suffix(S, group, wrows)
         kw = dict(workload=name, run=best["label"], sps=fmt.rate(best["samples_per_s"]), steady=fmt.seconds(best["steady"]))
         if not others:
             out.append({"kind": "speed", "text": S("finding_fastest_single", **kw), "anchor": f"wl-{wl}"})
@@ -32,6 +36,11 @@ def speed_findings(wl, wrows, S) -> list:
         if slower:
             parts.append(S("finding_slower", items=S.join(_ratio_item(w, best, S) for w in slower)))
         parts.append(_rests_on(best, others, S))
+        both = [w for w in [best, *others] if any(x is not w and x["fw"] == w["fw"] and x["mode"] != w["mode"]
+                                                  and x["version"] == w["version"] and x["variant"] == w["variant"]
+                                                  for x in grows)]
+        if both:
+            parts.append(S("finding_faster_mode", items=S.join(f"{w['fw_name']}: {w['mode']}" for w in both)))
         out.append({"kind": "speed", "text": " ".join(parts), "anchor": f"wl-{wl}"})
     return out
 
@@ -79,9 +88,12 @@ def memory_findings(wl, wrows, S) -> list:
         lo = min(ok, key=lambda w: fmt.num(w.result.peak_rss_mb))
         hi = max(ok, key=lambda w: fmt.num(w.result.peak_rss_mb))
         key = "finding_memory" if lo is not hi else "finding_memory_single"
+        if lo is not hi and fmt.num(hi.result.peak_rss_mb) < fmt.num(lo.result.peak_rss_mb) * (1 + MEMORY_TIE):
+            key = "finding_memory_within"  # memory is near-deterministic, but 2% is not a ranking
         out.append({"kind": "memory", "anchor": f"wl-{wl}",
                     "text": S(key, workload=wl_name(S, wl) + dev_suffix(S, dev, devices), run=lo["label"],
-                              mb=fmt.mb(lo.result.peak_rss_mb), run2=hi["label"], mb2=fmt.mb(hi.result.peak_rss_mb))})
+                              mb=fmt.mb(lo.result.peak_rss_mb), run2=hi["label"], mb2=fmt.mb(hi.result.peak_rss_mb),
+                              pct=f"{MEMORY_TIE * 100:.0f}%")})
     okd = [w for w in wrows if w["ok"] and fmt.num(w.result.peak_device_mb) is not None]
     if okd:
         lo = min(okd, key=lambda w: fmt.num(w.result.peak_device_mb))

@@ -10,7 +10,7 @@ from ..catalog import WORKLOAD_BY_KEY
 from ..result import as_list
 from . import charts as ch
 from . import fmt
-from .model import fastest_by_device, speed_ratio
+from .model import fastest_by_group, rank_group, speed_ratio
 
 METRICS = {"lenet": [("train_loss", "axis_loss"), ("test_loss", "axis_loss"), ("test_acc", "axis_accuracy")],
            "dcgan": [("gen_loss", "axis_loss"), ("disc_loss", "axis_loss")],
@@ -23,6 +23,26 @@ def wl_name(S, wl):
 
 def dev_suffix(S, device, devices):
     return S("dev_suffix", device=device.upper()) if len(devices) > 1 or device != "cpu" else ""
+
+
+def group_suffix(S, group, wrows) -> str:
+    """What tells one ranking of a workload from another: its device (where it
+    is not the only CPU) and its size (where runs of several sizes are merged)."""
+    device, (n, batch) = group
+    text = dev_suffix(S, device, {w["device"] for w in wrows})
+    if len({w["size"] for w in wrows if w["device"] == device}) > 1:
+        text += S("size_suffix", n=fmt.integer(n) if n is not None else fmt.NA,
+                  batch=fmt.integer(batch) if batch is not None else fmt.NA)
+    return text
+
+
+def ranking_groups(wrows) -> list:
+    """[(group, fastest row, rows of the group)], in a stable order: the
+    rankings of one workload, one per device and size."""
+    out = []
+    for group, best in fastest_by_group(wrows).items():
+        out.append((group, best, [w for w in wrows if rank_group(w) == group]))
+    return sorted(out, key=lambda x: (x[0][0], [(v is None, v or 0) for v in x[0][1]]))
 
 
 def figure(problems, S, caption, fn, *args):
@@ -106,14 +126,12 @@ def _speed_panels(rows, wls, S):
     samples/s) run, fastest first."""
     panels = []
     for wl in wls:
-        wrows = [w for w in rows if w["workload"] == wl and w["ok"]]
-        devices = {w["device"] for w in rows if w["workload"] == wl}
-        for dev, best in sorted(fastest_by_device(wrows).items()):
-            ranked = sorted([w for w in wrows if w["device"] == dev and speed_ratio(w, best) is not None],
-                            key=lambda w: -w["samples_per_s"])
+        every = [w for w in rows if w["workload"] == wl]
+        for group, best, grows in ranking_groups([w for w in every if w["ok"]]):
+            ranked = sorted([w for w in grows if speed_ratio(w, best) is not None], key=lambda w: -w["samples_per_s"])
             items = [(w["label"], speed_ratio(w, best), w["fw"], w is best,
                       (w["interval"]["lo"], w["interval"]["hi"]) if w.get("interval") else None) for w in ranked]
-            panels.append((wl_name(S, wl) + dev_suffix(S, dev, devices), S("axis_ratio"), items))
+            panels.append((wl_name(S, wl) + group_suffix(S, group, every), S("axis_ratio"), items))
     return panels
 
 
@@ -143,6 +161,22 @@ def _quality_panels(rows, wls, S):
             b = None if hib is None else (max if hib else min)(v for _, v in vals)
             panels.append((wl_name(S, wl), S(workload.quality.axis), [(w["label"], v, w["fw"], v == b) for w, v in vals]))
     return panels
+
+
+def modes_chart(modes, S, charts, problems):
+    """Graph mode's speedup over eager, one panel per workload, with the
+    intervals as error bars; None where no framework ran both modes."""
+    lines = (modes or {}).get("lines") or []
+    if not lines:
+        return None
+    panels = []
+    for wl in dict.fromkeys(ln["g"]["workload"] for ln in lines):
+        items = [(ln["g"]["fw_name"], ln["speedup"], ln["g"]["fw"], False,
+                  (ln["interval"]["lo"], ln["interval"]["hi"]) if ln["interval"] else None)
+                 for ln in lines if ln["g"]["workload"] == wl]
+        panels.append((wl_name(S, wl), S("axis_mode_speedup"), sorted(items, key=lambda it: -it[1])))
+    cap = S("fig_modes")
+    return figure(problems, S, cap, lambda: charts.hbar_panels("modes", panels, note=S("chart_modes_note"), line=1.0))
 
 
 def summary_charts(rows, wls, S, charts, problems):

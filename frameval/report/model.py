@@ -138,7 +138,7 @@ def broken_row(r: Result, reason, S) -> Row:
             mode=as_text(r.mode), device=as_text(r.device, "cpu"), host=None, ok=False, check_failed=False,
             status="failed", id=run_id(r), variant="", extra_failed=[], noisy=False, spread=None,
             steady=None, steady_lo=None, steady_hi=None, steady_kind="epochs", n_repeats=1, samples_per_s=None,
-            sps_lo=None, sps_hi=None, params_total=None)
+            sps_lo=None, sps_hi=None, params_total=None, size=(None, None))
     w["fw_name"] = framework_name(w["fw"])
     return w
 
@@ -149,6 +149,7 @@ def _row(r: Result, extra, S) -> Row:
     w = Row(r, extra, fw=fw, fw_name=framework_name(fw), workload=as_text(r.workload), version=r.framework_version or None,
             mode=as_text(r.mode), device=as_text(r.device, "cpu"), host=r.host, status=status,
             ok=status in COMPLETED, check_failed=status == "check_failed", id=run_id(r), variant="")
+    w["size"] = size_of(r)
     _timing(w, r, extra)
     nums = [fmt.num(v) for v in r.param_counts.values()]
     complete = r.param_counts and all(v is not None for v in nums) and math.isfinite(sum(nums))
@@ -243,24 +244,55 @@ def label_variants(rows):
                 w["variant"] += f" #{n}"
 
 
-def fastest_by_device(rows):
-    """{device: the row with the most samples/s}. Speed is ranked by samples per
-    second, never by seconds per epoch (runs may train different sample counts);
-    a run whose numerical check failed is not a reference."""
+def size_of(r: Result) -> tuple:
+    """The work a run's windows were measured on: (training samples per epoch,
+    batch size). Runs of two sizes are ranked apart, side by side."""
+    return (fmt.num(r.data.get("n_train")), fmt.num(r.params.get("batch_size")))
+
+
+def rank_group(w) -> tuple:
+    """The runs ranked against each other: one device, one size."""
+    return (w["device"], w.get("size") or (None, None))
+
+
+def fastest_by_group(rows) -> dict:
+    """{(device, size): the row with the most samples/s}. Speed is ranked by
+    samples per second, never by seconds per epoch (runs may train different
+    sample counts); a run whose numerical check failed is not a reference."""
     best = {}
     for w in rows:
         if w["ok"] and not w["check_failed"] and w["samples_per_s"] is not None:
-            k = w["device"]
+            k = rank_group(w)
             if k not in best or w["samples_per_s"] > best[k]["samples_per_s"]:
                 best[k] = w
     return best
 
 
+def best_of(w, best: dict):
+    """The fastest row of w's own ranking group, or None."""
+    return best.get(rank_group(w))
+
+
 def speed_ratio(w, best):
-    """Time per sample relative to the fastest run (1.00× = fastest), or None."""
-    if not w["ok"] or best is None:
+    """Time per sample relative to the fastest run (1.00× = fastest), or None;
+    None across devices or sizes, which are never ranked together."""
+    if not w["ok"] or best is None or rank_group(w) != rank_group(best):
         return None
     return div(best["samples_per_s"], w["samples_per_s"])
+
+
+def at_faster_mode(rows) -> list:
+    """The rows to rank: where a framework ran both modes (same version,
+    variant, machine, device and size), only its faster one."""
+    def same(a, b):
+        return a is not b and rank_group(a) == rank_group(b) and \
+            all(a[k] == b[k] for k in ("fw", "version", "variant", "host", "workload"))
+    out = []
+    for w in rows:
+        rivals = [x for x in rows if same(w, x) and x["mode"] != w["mode"] and x["ok"] and x["samples_per_s"] is not None]
+        if w["samples_per_s"] is None or not any(x["samples_per_s"] > w["samples_per_s"] for x in rivals):
+            out.append(w)
+    return out
 
 
 # ------------------------------------------------------------------ how far a ranking can be trusted
@@ -284,13 +316,13 @@ def run_windows(w) -> list:
 
 
 def attach_speed_intervals(rows) -> None:
-    """Each row's speed against the fastest of its workload and device: the
+    """Each row's speed against the fastest of its workload, device and size: the
     ratio's 95% interval and verdict (stats.speed_interval), as `interval`."""
     for wl in {w["workload"] for w in rows}:
         wrows = [w for w in rows if w["workload"] == wl]
-        for dev, best in fastest_by_device(wrows).items():
+        for best in fastest_by_group(wrows).values():
             base = run_windows(best)
             for w in wrows:
-                ratio = speed_ratio(w, best) if w["device"] == dev else None
+                ratio = speed_ratio(w, best)
                 if ratio is not None and w is not best:
                     w["interval"] = stats.speed_interval(base, run_windows(w), point=ratio)

@@ -14,7 +14,7 @@ from .cells import cell, header
 from .check import check_summary
 from .defects import mark_substitute
 from .labels import SCOPE_PARTS
-from .model import fastest_by_device, speed_ratio
+from .model import best_of, fastest_by_group, speed_ratio
 from .spec import audit_count, framework_name, match_counts
 
 TRACEBACK_LINES = 15
@@ -85,7 +85,7 @@ def workload_table(workload, rows, S, multi_host, code_lines, problems=None):
     for _, get, _, hib in qcols:
         vals = [v for v in (fmt.num(get(w.result)) for w in rows if w["ok"]) if v is not None]
         qbest.append(None if hib is None or not vals else (max(vals) if hib else min(vals)))
-    ctx = {"workload": workload, "S": S, "opt": opt, "best": fastest_by_device(rows), "qcols": qcols,
+    ctx = {"workload": workload, "S": S, "opt": opt, "best": fastest_by_group(rows), "qcols": qcols,
            "qbest": qbest, "code": code_lines}
     body = []
     for w in rows:
@@ -113,7 +113,7 @@ def _line(w, c):
         cells.append(cell(w["host"] or fmt.NA, w["host"]))
     cells += [status_cell(w, S), cell(fmt.seconds(r.first_epoch_s), fmt.num(r.first_epoch_s), "na" if fmt.is_na(r.first_epoch_s) else ""),
               steady_cell(w, S), mark_substitute(_sps_cell(w), w, S)]
-    cells.append(ratio_cell(w, c["best"].get(w["device"]), S))
+    cells.append(ratio_cell(w, best_of(w, c["best"]), S))
     cells.append(_mb_cell(r.peak_rss_mb, S("tip_peak_rss_method", method=r.memory.get("method"))
                           if r.memory.get("method") else S("tip_peak_rss_old")))
     cells.append(_mb_cell(r.rss_after_import_mb))
