@@ -40,7 +40,8 @@ def speed_findings(wl, wrows, S) -> list:
                                                   and x["version"] == w["version"] and x["variant"] == w["variant"]
                                                   for x in grows)]
         if both:
-            parts.append(S("finding_faster_mode", items=S.join(f"{w['fw_name']}: {w['mode']}" for w in both)))
+            by_mode = {m: [w["fw_name"] for w in both if w["mode"] == m] for m in dict.fromkeys(w["mode"] for w in both)}
+            parts.append(S("finding_faster_mode", items="; ".join(f"{m}: {S.join(names)}" for m, names in by_mode.items())))
         out.append({"kind": "speed", "text": " ".join(parts), "anchor": f"wl-{wl}"})
     return out
 
