@@ -156,10 +156,28 @@ def _tag_rank(filename: str, python: str, plat: str) -> int:
     return 2 if abi == "none" and any(t in ("py3", f"py{xy}", f"py{xy[0]}") for t in tags) else 0
 
 
-def pin_size(pin: str, python: str, plat: str, index: str, timeout: float = 60) -> tuple:
-    """(file name, bytes) of the file pip would take for `pin`, from the index's
-    JSON page (PEP 691, with PEP 700's sizes: PyPI has both)."""
+def _best(files, name: str, version: str, python: str, plat: str):
+    """The best-fitting (rank, file name, bytes) of `name` `version` among [(file name, bytes)], or None."""
+    ranked = [(_tag_rank(f, python, plat), f, b) for f, b in files
+              if (fv := file_version(f, name)) and norm_version(fv[0]) == norm_version(version)]
+    ranked = [x for x in ranked if x[0]]
+    return max(ranked) if ranked else None
+
+
+def _local_files(links) -> list:
+    """[(file name, bytes)] in the user's find-links folders (the index's JSON pages do not cover them)."""
+    return [(f.name, f.stat().st_size) for d in links if Path(d).is_dir() for f in Path(d).iterdir() if f.is_file()]
+
+
+def pin_size(pin: str, python: str, plat: str, index: str, local=(), timeout: float = 60) -> tuple:
+    """(file name, bytes) of the file pip would take for `pin`: from a find-links
+    folder where it is there (an exact version match, e.g. torch 2.13.0+cpu), else
+    from the index's JSON page (PEP 691, with PEP 700's sizes: PyPI has both)."""
     name, _, version = pin.partition("==")
+    found = [x for x in [(f, b) for f, b in local] if (fv := file_version(x[0], name)) and fv[0] == version]
+    best = _best(found, name, version, python, plat)
+    if best:
+        return best[1], best[2]
     url = f"{index.rstrip('/')}/{norm(name)}/"
     req = urllib.request.Request(url, headers={"User-Agent": "frameval",
                                                "Accept": "application/vnd.pypi.simple.v1+json"})
@@ -168,20 +186,19 @@ def pin_size(pin: str, python: str, plat: str, index: str, timeout: float = 60) 
             files = json.load(r).get("files", [])
     except (OSError, ValueError) as e:
         raise EnvBuildError(f"{pin}: its sizes cannot be read from {url}: {getattr(e, 'reason', None) or e}") from None
-    ranked = [(_tag_rank(f["filename"], python, plat), f["filename"], f.get("size") or 0) for f in files
-              if (fv := file_version(f["filename"], name)) and norm_version(fv[0]) == norm_version(version)]
-    ranked = [x for x in ranked if x[0]]
-    if not ranked:
+    best = _best([(f["filename"], f.get("size") or 0) for f in files], name, version, python, plat)
+    if not best:
         raise EnvBuildError(f"{pin}: no file for Python {python} on {plat} in {url}")
-    best = max(ranked)
     return best[1], best[2]
 
 
 def sizes(pins, python: str, plat: str) -> list:
     """[(file name, bytes)] for each pin, asked in parallel (no download)."""
-    index = (pip_settings().get("index-url", "").split() or [DEFAULT_INDEX])[0]
+    s = pip_settings()
+    index = (s.get("index-url", "").split() or [DEFAULT_INDEX])[0]
+    local = _local_files(s.get("find-links", "").split())
     with ThreadPoolExecutor(max_workers=8) as ex:
-        return list(ex.map(lambda p: pin_size(p, python, plat, index), pins))
+        return list(ex.map(lambda p: pin_size(p, python, plat, index, local), pins))
 
 
 def move_into(files, wheels: Path) -> list:
