@@ -87,6 +87,13 @@ def parser() -> argparse.ArgumentParser:
                    help="auto (conda/mamba if on PATH, else venv), conda or venv; for every environment, the "
                         "runner's included (default $FRAMEVAL_ENV_BACKEND, else auto). venv installs with uv "
                         "(pip where uv cannot be had; FRAMEVAL_INSTALLER=pip forces pip)")
+    _environment_options(p)
+    slurm_config.add_options(p.add_argument_group("Slurm (--executor slurm; docs/slurm.md)"))
+    return p
+
+
+def _environment_options(p) -> None:
+    """Where the environments come from: your own interpreter, or an offline bundle."""
     p.add_argument("--python", dest="pythons", action="append", default=[], metavar="FW=PYTHON",
                    help="run framework FW in an environment you already have, e.g. torch=~/venvs/t/bin/python "
                         "(repeatable). The framework must import there; frameval adds only ipykernel and numpy "
@@ -94,8 +101,6 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--offline", default="", metavar="BUNDLE",
                    help="a machine with no network: build every environment from BUNDLE (made by `run_all.py "
                         "bundle`) alone, its hashes checked first, and take its data caches (docs/offline.md)")
-    slurm_config.add_options(p.add_argument_group("Slurm (--executor slurm; docs/slurm.md)"))
-    return p
 
 
 def config_from(args, argv) -> RunConfig:
