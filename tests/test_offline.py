@@ -88,6 +88,14 @@ def test_bundle_holds_runner_and_mxnet_with_hashes(bundle):
         assert f"{len(e['wheels'])} files, {e['bytes'] / 1e6:,.1f} MB" in bundle["proc"].stdout, label
 
 
+def test_dry_run_sizes_are_the_bundles_sizes(bundle, tmp_path):
+    """--dry-run reads the sizes from the index's metadata, downloads nothing, and gets the real bundle's figures."""
+    p = run_all("bundle", str(tmp_path / "dry"), "--frameworks", "mxnet", "--dry-run", timeout=600, check=True)
+    for label, e in bundle["manifest"]["environments"].items():
+        assert f"{label} (Python {e['python']}): {len(e['wheels'])} files, {e['bytes'] / 1e6:,.1f} MB" in p.stdout
+    assert not (tmp_path / "dry").exists()
+
+
 def test_offline_builds_both_environments_and_runs_a_notebook(bundle, tmp_path):
     p = run_cut(tmp_path, "--offline", str(bundle["out"]), "--frameworks", "mxnet", "--workloads", "lenet",
                 "-p", "epochs=2", "-p", "lenet.max_train_samples=512", "--out", str(tmp_path / "out"))

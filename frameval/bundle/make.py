@@ -70,6 +70,10 @@ def make(out, targets, python_version: str, plat: str, device: str, full: bool =
     total = sum(unique.values())
     if device == "gpu":
         echo(f"frameval: bundle: {CUDA_NOTE}")
+        cpu = sorted({w.split("/")[-1] for w in unique if "+cpu" in w})
+        if cpu:  # a find-links folder of CPU builds wins for an exact pin such as torch==2.13.0
+            echo(f"frameval: bundle: warning: CPU builds in a GPU bundle: {', '.join(cpu)} (your pip settings' "
+                 "find-links or index serve them; docs/offline.md)")
     if dry_run:
         echo(f"frameval: bundle --dry-run: {len(unique)} files, {mb(total)} for {', '.join(envs)} "
              f"(sizes from the index; the data caches add a few MB)")
