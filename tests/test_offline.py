@@ -32,6 +32,7 @@ def cut_env(tmp: Path) -> dict:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("PIP_", "UV_", "FRAMEVAL_")) and "proxy" not in k.lower()}
     env.update(FRAMEVAL_CACHE_DIR=str(tmp / "cache"), UV_CACHE_DIR=str(tmp / "uv-cache"),
+               FRAMEVAL_JUPYTER_DIR=str(tmp / "jupyter"),  # never repoint the clone's shared kernels
                PIP_CONFIG_FILE=os.devnull, PIP_INDEX_URL=f"{CLOSED}/simple", UV_INDEX_URL=f"{CLOSED}/simple",
                HTTP_PROXY=CLOSED, HTTPS_PROXY=CLOSED, ALL_PROXY=CLOSED, http_proxy=CLOSED, https_proxy=CLOSED,
                PATH=os.pathsep.join([base_bin, "/usr/bin", "/bin"]))  # not the runner env's bin: no uv there
