@@ -78,25 +78,21 @@ def read(bundle: Path) -> dict:
     return data
 
 
-def find_env(manifest: dict, label: str, spec) -> dict:
-    """The manifest's entry for `spec` (by its hash); a BundleError naming what is missing."""
-    envs = manifest.get("environments", {})
-    for entry in envs.values():
-        if entry.get("spec_key") == spec.key:
-            return entry
-    return {}
+def find_env(manifest: dict, spec) -> dict:
+    """The manifest's entry for `spec`, found by the spec's hash ({} where there is none)."""
+    return next((e for e in manifest.get("environments", {}).values() if e.get("spec_key") == spec.key), {})
 
 
 def check_env(bundle: Path, manifest: dict, label: str, spec) -> None:
     """The environment `label` (its spec) is in the bundle, for the Python it will be built with."""
-    entry = find_env(manifest, label, spec)
+    entry = find_env(manifest, spec)
     if not entry:
-        made = ", ".join(manifest.get("environments", {})) or "none"
-        same = label in manifest.get("environments", {})
-        why = (f"was made for another {spec.path.name} (the spec changed since)" if same
-               else f"has no environment {label} (it holds: {made})")
+        held = manifest.get("environments", {})
+        why = (f"was made for another {spec.path.name} (the spec changed since)" if label in held
+               else f"has no environment {label} (it holds: {', '.join(held) or 'none'})")
+        again = "" if label == "runner" else f" --frameworks {label.replace('@', '==')}"
         raise BundleError(f"--offline {bundle}: the bundle {why}; make it again with "
-                          f"`run_all.py bundle OUT --frameworks {label.split('@')[0] if label != 'runner' else '...'}`")
+                          f"`run_all.py bundle OUT{again}`")
     if entry.get("python") != spec.python:
         raise BundleError(f"--offline {bundle}: the bundle was made for Python {entry.get('python')}, but "
                           f"{spec.path.name} builds {label} with Python {spec.python}; make it with "
