@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import __version__, data, envs, execute, executors, files, locks, results
+from . import __version__, data, envs, execute, executors, files, locks, probe, results
 from .executors.context import ExecContext, Job
 from .paths import REPO
 
@@ -86,6 +86,7 @@ class Pipeline:
             if cfg.setup_only:
                 self.say("frameval: setup done (environments, kernels, data caches); nothing run (--setup-only)")
                 return 0 if all(isinstance(e, envs.Env) for e in env_by_fw.values()) else EXIT_FAILED
+            probe.record(self.out, self.say)  # the machine's peak, before the runs load it (the report's share of peak)
             try:
                 failed = self.execute_all(env_by_fw)
             except OSError as e:  # a full disk or a write error: the runs written so far stay
