@@ -26,6 +26,7 @@ EPILOG = """examples:
   python3 run_all.py test                             the test suite (CI); test --fast: the unit-level tests
   python3 run_all.py lab                              JupyterLab on notebooks/ with every kernel
   python3 run_all.py --frameworks paddle==3.2.2,paddle --workloads lenet --repeats 7   two versions, with a verdict
+  python3 run_all.py --workloads lenet -p batch_size=16,64,256 --threads 1,2   sweeps: scaling and share of peak
   python3 run_all.py compare reports/before reports/after   did it get faster? (docs/compare.md)
   python3 run_all.py bench overhead                   a benchmark (bench/), in the runner environment
   python3 run_all.py defects                          each framework defect's reproduction: present / fixed
@@ -51,6 +52,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE",
                    help="override a notebook parameter for all workloads (epochs=2) or one (lenet.lr=0.002); "
                         "checked against each notebook's parameters cell")
+    p.add_argument("--threads", default="", metavar="LIST",
+                   help="CPU threads every framework is asked for: 0 (all cores, the notebooks' default) or a "
+                        "count; a comma list (1,2) sweeps, one run per value, as -p batch_size=16,64,256 does")
     p.add_argument("--out", default=str(REPO / "reports" / "default"), metavar="DIR",
                    help="output folder (default reports/default): runs/<fw>/<workload>-<mode>/ and the report")
     p.add_argument("--name", default="report", help="report file name without extension (default report)")
