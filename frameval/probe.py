@@ -21,8 +21,8 @@ from . import files
 
 MACHINE = "machine.json"  # <out>/machine.json
 MATMUL_N = 2048           # 17 GFLOP a product: ~0.1-0.2 s on one core of this machine, near BLAS's peak
-COPY_MB = 256             # well beyond any cache
-REPEATS = 3
+COPY_MB = 128             # well beyond any cache
+REPEATS = 2
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
 
 
