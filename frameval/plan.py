@@ -193,21 +193,8 @@ def build_plan(frameworks: str = "all", workloads: str = "all", mode: str = "gra
     runs = []
     for fw, pin in entries:
         for wl in wls:
-            path, defaults = notebook_path(fw, wl), cells[fw, wl]
-            params, notes, swept = dict(defaults), [], {}
-            layers = [(PROFILES[profile].get(wl, {}), "profile"),
-                      (PROFILE_FRAMEWORK_OVERRIDES.get(profile, {}).get((fw, wl), {}), "framework"),
-                      (ov.get(None, {}), "-p"), (ov.get(wl, {}), "-p")]
-            for values, where in layers:
-                for key, raw in values.items():
-                    if key in defaults:
-                        values = resolve(key, raw, defaults[key], f"{fw}/{wl}")
-                        params[key] = values[0]
-                        swept.pop(key, None)  # a later layer's single value ends an earlier sweep
-                        if len(values) > 1:
-                            swept[key] = values
-                        if where == "framework":
-                            notes.append(f"{key}={params[key]}")
+            path = notebook_path(fw, wl)
+            params, notes, swept = _resolved(fw, wl, cells[fw, wl], profile, ov)
             for combo in sweep_values(swept):
                 for m in modes:
                     p = dict(params, **combo, mode=m, device=device)
@@ -216,6 +203,25 @@ def build_plan(frameworks: str = "all", workloads: str = "all", mode: str = "gra
                                         [f"{fw} {wl}: smaller {profile} size ({', '.join(notes)}) for a slow CPU kernel"]
                                         if notes else [], pin=pin, sweep=combo))
     return runs
+
+
+def _resolved(fw: str, wl: str, defaults: dict, profile: str, ov: dict) -> tuple:
+    """(parameters, the framework override's notes, {swept key: values}) of one notebook, layer by layer."""
+    params, notes, swept = dict(defaults), [], {}
+    layers = [(PROFILES[profile].get(wl, {}), "profile"),
+              (PROFILE_FRAMEWORK_OVERRIDES.get(profile, {}).get((fw, wl), {}), "framework"),
+              (ov.get(None, {}), "-p"), (ov.get(wl, {}), "-p")]
+    for values, where in layers:
+        for key, raw in values.items():
+            if key in defaults:
+                got = resolve(key, raw, defaults[key], f"{fw}/{wl}")
+                params[key] = got[0]
+                swept.pop(key, None)  # a later layer's single value ends an earlier sweep
+                if len(got) > 1:
+                    swept[key] = got
+                if where == "framework":
+                    notes.append(f"{key}={params[key]}")
+    return params, notes, swept
 
 
 def sweep_values(swept: dict) -> list:

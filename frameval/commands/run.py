@@ -52,9 +52,6 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("-p", "--param", action="append", default=[], metavar="KEY=VALUE",
                    help="override a notebook parameter for all workloads (epochs=2) or one (lenet.lr=0.002); "
                         "checked against each notebook's parameters cell")
-    p.add_argument("--threads", default="", metavar="LIST",
-                   help="CPU threads every framework is asked for: 0 (all cores, the notebooks' default) or a "
-                        "count; a comma list (1,2) sweeps, one run per value, as -p batch_size=16,64,256 does")
     p.add_argument("--out", default=str(REPO / "reports" / "default"), metavar="DIR",
                    help="output folder (default reports/default): runs/<fw>/<workload>-<mode>/ and the report")
     p.add_argument("--name", default="report", help="report file name without extension (default report)")
@@ -94,6 +91,13 @@ def parser() -> argparse.ArgumentParser:
                    help="run framework FW in an environment you already have, e.g. torch=~/venvs/t/bin/python "
                         "(repeatable). The framework must import there; frameval adds only ipykernel and numpy "
                         "if they are missing, registers a kernel and records the environment's pip freeze")
+    return _more_options(p)
+
+
+def _more_options(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    p.add_argument("--threads", default="", metavar="LIST",
+                   help="CPU threads every framework is asked for: 0 (all cores, the notebooks' default) or a "
+                        "count; a comma list (1,2) sweeps, one run per value, as -p batch_size=16,64,256 does")
     slurm_config.add_options(p.add_argument_group("Slurm (--executor slurm; docs/slurm.md)"))
     return p
 
