@@ -86,7 +86,6 @@ class Pipeline:
             if cfg.setup_only:
                 self.say("frameval: setup done (environments, kernels, data caches); nothing run (--setup-only)")
                 return 0 if all(isinstance(e, envs.Env) for e in env_by_fw.values()) else EXIT_FAILED
-            probe.record(self.out, self.say)  # the machine's peak, before the runs load it (the report's share of peak)
             try:
                 failed = self.execute_all(env_by_fw)
             except OSError as e:  # a full disk or a write error: the runs written so far stay
@@ -225,6 +224,10 @@ class Pipeline:
             failed |= not ok
             if job is not None:
                 jobs.append(job)
+        if self.config.executor == "local" and (jobs or not (self.out / probe.MACHINE).exists()):
+            # the machine's peak, just before the runs it is set against (runs all reused: theirs stays;
+            # on Slurm the runs' nodes are not this machine, so none is measured)
+            probe.record(self.out, self.say)
         failed |= self.executor.execute(self.context(), jobs)
         results.merge_repeats(self.out, self.runs, self.config.repeats)
         return failed or results.any_failed(self.out, self.runs)
