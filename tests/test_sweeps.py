@@ -177,3 +177,13 @@ def test_no_sweep_no_scaling_section_and_no_peak_without_a_probe(tmp_path):
 def fmt_g(v):
     from frameval.report import fmt
     return fmt.sig(v)
+
+
+def test_each_value_is_reused_from_its_own_cache_entry(sweep):
+    """Asked again with one value changed: the values that ran are reused, the new one executes."""
+    args = [a if a != "batch_size=16,64" else "batch_size=16,32" for a in SWEEP]
+    p = run_all(*args, "--out", str(sweep["out"]), "--dry-run")
+    assert p.returncode == 0, p.stderr
+    lines = {ln.split("] ", 1)[1].split(":")[0]: ln for ln in p.stdout.splitlines() if "] " in ln}
+    assert ": reuse (" in lines["torch/lenet-eager@batch_size=16,threads=1"]
+    assert ": execute (no result yet)" in lines["torch/lenet-eager@batch_size=32,threads=2"]
