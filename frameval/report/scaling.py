@@ -116,6 +116,8 @@ def _series(wrows, axis, fixed) -> list:
     out = [g for g in groups.values() if len(g["points"]) > 1]
     for g in out:
         g["points"].sort(key=lambda p: (p[0] == 0, p[0]))  # threads=0 (all cores) last
+    first = list(dict.fromkeys(k[:5] for k in groups))  # the rows' framework order, then the fixed value by number
+    out.sort(key=lambda g: (first.index(g["key"][:5]), g["key"][5] is None, g["key"][5] or 0))
     return out
 
 
