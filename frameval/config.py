@@ -51,6 +51,7 @@ class RunConfig:
     download_mnist: bool = False
     env_backend: str = "auto"
     pythons: list = field(default_factory=list)
+    offline: str = ""       # --offline BUNDLE: every environment from the bundle (frameval/bundle/)
     executor: str = "local"
     slurm: SlurmConfig = field(default_factory=SlurmConfig)
     # What validation found: the plan, and the user's own interpreters.
@@ -91,6 +92,7 @@ class RunConfig:
         self._check_device()
         self._check_files()
         self._plan()
+        self._check_offline()
         self._check_data()
         self._check_pins()
         self._check_user_pythons()
@@ -171,18 +173,43 @@ class RunConfig:
     def needs_full_mnist(self) -> bool:
         return any(r.params.get("dataset") == "full" for r in self.runs)
 
+    def _check_offline(self) -> None:
+        """--offline BUNDLE: the bundle holds every environment to build, for its
+        Python and this platform, and every file matches its hash; then the
+        installers take packages from it alone (frameval/bundle/)."""
+        if not self.offline or self.report_only:
+            return
+        if self.env_backend == "conda":
+            raise BadInput("--offline builds with the venv backend (conda needs its channels): use --env-backend venv")
+        from .bundle import manifest, offline
+        from .bootstrap import RUNNER_SPEC
+        from .envs.spec import framework_spec
+        from .envs.specfile import parse_spec
+        own = {canonical_framework(p.partition("=")[0].strip()) for p in self.pythons}
+        needed = [("runner", parse_spec(RUNNER_SPEC))] + [
+            (k, framework_spec(k, self.device)) for k in dict.fromkeys(r.fw_key for r in self.runs) if k not in own]
+        try:
+            self.offline = str(Path(self.offline).expanduser().absolute())
+            self._bundle_data = manifest.check_bundle(self.offline, needed).get("data", [])
+        except manifest.BundleError as e:
+            raise BadInput(str(e)) from None
+        offline.activate(self.offline)
+
     def _check_data(self) -> None:
         """Full MNIST planned: one of the ways to it must work (the index is asked
         only when nothing local will do); not for a dry run, which builds nothing."""
         if not self.needs_full_mnist or self.dry_run or self.report_only:
+            return
+        if self.offline and "data/mnist-full.npz" in self._bundle_data:
             return
         from .data import FULL_MNIST_WAYS, full_mnist_way
         if not full_mnist_way(self.data_dir or None, self.download_mnist):
             raise BadInput(f"{'--profile full' if self.profile == 'full' else 'dataset=full'}: {FULL_MNIST_WAYS}")
 
     def _check_pins(self) -> None:
-        """A pinned version the index does not have: one line, before anything is built."""
-        if self.report_only:
+        """A pinned version the index does not have: one line, before anything is built
+        (offline, the bundle was asked instead)."""
+        if self.report_only or self.offline:
             return
         from .versions import check_pins
         why = check_pins([(r.framework, r.pin) for r in self.runs if r.pin], self.device, self.env_backend)

@@ -126,6 +126,9 @@ def test_other_processes_share_is_measured_not_our_own(tmp_path):
     import sys
     import time
     from frameval.nb import measure
+    before = measure.machine_before()  # what else runs on this machine now: the baseline
+    time.sleep(1.0)
+    base = measure.machine_state(before)["other_share"]
     before = measure.machine_before()
     t = time.perf_counter()
     while time.perf_counter() - t < 1.0:
@@ -136,5 +139,5 @@ def test_other_processes_share_is_measured_not_our_own(tmp_path):
     time.sleep(1.2)
     other = measure.machine_state(before)
     hog.wait()
-    assert own["other_share"] < 0.25, own
-    assert other["other_share"] > 0.6 / os.cpu_count(), other
+    assert own["other_share"] < base + 0.25, (own, base)
+    assert other["other_share"] > base + 0.6 / os.cpu_count() or other["other_share"] > 0.95, (other, base)

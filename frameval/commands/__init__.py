@@ -51,4 +51,5 @@ register("test", "frameval.commands.test", "the test suite (real notebooks, tiny
 register("lab", "frameval.commands.lab", "JupyterLab on your copy of notebooks/, every kernel registered")
 register("bench", "frameval.commands.bench", "a benchmark from bench/, in the runner environment")
 register("defects", "frameval.commands.defects", "each framework defect's reproduction: present / fixed")
+register("bundle", "frameval.commands.bundle", "wheels and data for machines with no network (docs/offline.md)")
 register("compare", "frameval.commands.compare", "faster, slower or no significant change between two output folders")

@@ -30,6 +30,7 @@ EPILOG = """examples:
   python3 run_all.py compare reports/before reports/after   did it get faster? (docs/compare.md)
   python3 run_all.py bench overhead                   a benchmark (bench/), in the runner environment
   python3 run_all.py defects                          each framework defect's reproduction: present / fixed
+  python3 run_all.py bundle OUT; python3 run_all.py --offline OUT   machines with no network (docs/offline.md)
 """
 
 
@@ -87,19 +88,27 @@ def parser() -> argparse.ArgumentParser:
                    help="auto (conda/mamba if on PATH, else venv), conda or venv; for every environment, the "
                         "runner's included (default $FRAMEVAL_ENV_BACKEND, else auto). venv installs with uv "
                         "(pip where uv cannot be had; FRAMEVAL_INSTALLER=pip forces pip)")
+    _environment_options(p)
+    _sweep_options(p)
+    slurm_config.add_options(p.add_argument_group("Slurm (--executor slurm; docs/slurm.md)"))
+    return p
+
+
+def _environment_options(p) -> None:
+    """Where the environments come from: your own interpreter, or an offline bundle."""
     p.add_argument("--python", dest="pythons", action="append", default=[], metavar="FW=PYTHON",
                    help="run framework FW in an environment you already have, e.g. torch=~/venvs/t/bin/python "
                         "(repeatable). The framework must import there; frameval adds only ipykernel and numpy "
                         "if they are missing, registers a kernel and records the environment's pip freeze")
-    return _more_options(p)
+    p.add_argument("--offline", default="", metavar="BUNDLE",
+                   help="a machine with no network: build every environment from BUNDLE (made by `run_all.py "
+                        "bundle`) alone, its hashes checked first, and take its data caches (docs/offline.md)")
 
 
-def _more_options(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+def _sweep_options(p) -> None:
     p.add_argument("--threads", default="", metavar="LIST",
                    help="CPU threads every framework is asked for: 0 (all cores, the notebooks' default) or a "
                         "count; a comma list (1,2) sweeps, one run per value, as -p batch_size=16,64,256 does")
-    slurm_config.add_options(p.add_argument_group("Slurm (--executor slurm; docs/slurm.md)"))
-    return p
 
 
 def config_from(args, argv) -> RunConfig:
@@ -123,5 +132,8 @@ def main(argv) -> int:
             if fw not in config.user_pythons]
         # re-executes inside the runner env if needed (building it, and the framework envs beside it)
         ensure_runner(["run", VALIDATED, config.to_json()], backend=config.env_backend, prebuild=prebuild)
+    if config.offline and not (config.dry_run or config.report_only):
+        from ..bundle.offline import install_data
+        install_data(config.offline)
     from ..pipeline import Pipeline
     return Pipeline(config).run()

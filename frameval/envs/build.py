@@ -16,6 +16,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from .. import files
+from ..bundle import offline
 from ..catalog import framework_name
 from ..files import atomic_write
 from ..locks import file_lock
@@ -63,6 +64,8 @@ def ensure_env(spec: EnvSpec, backend: Backend, echo=print, announce: bool = Tru
         info = {"spec": spec.name, "key": spec.key, "backend": backend.NAME, "installer": installer,
                 "python": spec.python, "build_s": round(time.perf_counter() - t0, 1),
                 "built": time.strftime("%Y-%m-%dT%H:%M:%S")}
+        if offline.active():  # --offline BUNDLE: the report says where the packages came from
+            info["offline_bundle"] = str(offline.active())
         info["install"] = _install_facts(spec, env.prefix, log_path, info["build_s"], installer, at_build=True)
         atomic_write(env.prefix / MARKER, json.dumps(info, indent=1))
         say(f"built {spec.name} with {installer} in {info['build_s']} s")

@@ -18,6 +18,7 @@ import threading
 import time
 from pathlib import Path
 
+from ..bundle import offline
 from ..locks import file_lock
 from ..paths import user_cache_dir
 from .pipconf import is_true, uv_options
@@ -50,7 +51,8 @@ def pip_install(python: Path, lines, log) -> None:
     """Install requirement lines with the environment's own pip."""
     req = requirements_file(lines)
     try:
-        run_logged([python, "-m", "pip", "install", "--no-input", "-r", req], log, what="pip install")
+        run_logged([python, "-m", "pip", "install", "--no-input", *offline.pip_args(), "-r", req], log,
+                   what="pip install")
     finally:
         os.unlink(req)
 
@@ -89,7 +91,7 @@ def _bootstrap_uv() -> Path:
         shutil.rmtree(tmp, ignore_errors=True)
         with open(root.with_suffix(".log"), "w") as log:
             run_logged([sys.executable, "-m", "pip", "install", "--disable-pip-version-check", "--no-input",
-                        "--target", tmp, "uv"], log, what="pip install uv")
+                        *offline.pip_args(), "--target", tmp, "uv"], log, what="pip install uv")
         shutil.rmtree(root, ignore_errors=True)
         os.replace(tmp, root)
     if not _uv_works(exe):
@@ -146,6 +148,7 @@ def uv_install(uv: str, python: Path, lines, log) -> None:
     try:
         if is_true(os.environ.get("FRAMEVAL_COMPILE_BYTECODE")):
             args.append("--compile-bytecode")
+        args += offline.uv_args()  # --offline BUNDLE: the bundle's wheels alone, no index
         run_logged([uv, "pip", "install", "--python", python, *args, "-r", req], log,
                    what="uv pip install", env=dict(os.environ, **env))
     finally:

@@ -86,6 +86,8 @@ class Env:
                        installed_by_frameval=self.user.get("installed", []))
         else:
             out.update(installer=self.info().get("installer", "pip"))
+            if self.info().get("offline_bundle"):
+                out["offline_bundle"] = self.info()["offline_bundle"]
         return out
 
 

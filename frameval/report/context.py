@@ -83,7 +83,8 @@ def framework_env(fw, rows, elist, S) -> dict:
     return {"fw": fw, "name": framework_name(fw), "version": version, "user_provided": bool(user),
             "python": ", ".join(sorted(pys)) or fmt.NA, "numpy": ", ".join(sorted(_recorded(frows, "numpy"))) or fmt.NA,
             "packages": ", ".join(sorted(set(packages))) or fmt.NA, "threads": ", ".join(threads) or fmt.NA,
-            "spec": user or "; ".join(specs) or S("env_not_recorded"),
+            "spec": "; ".join(x for x in [user or "; ".join(specs) or S("env_not_recorded"), *(
+                S("env_offline", bundle=b) for b in sorted(_recorded(frows, "offline_bundle")))] if x),
             "key": ", ".join(str(e.get("key")) for e in elist if e.get("key")) or fmt.NA}
 
 
