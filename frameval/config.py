@@ -46,6 +46,7 @@ class RunConfig:
     author: str = ""
     notes: str = ""
     data: str = ""          # --data: the MNIST data set (-p dataset=...)
+    threads: str = ""       # --threads 1,2: the same as -p threads=1,2 (a list sweeps)
     data_dir: str = ""
     download_mnist: bool = False
     env_backend: str = "auto"
@@ -145,7 +146,7 @@ class RunConfig:
                 raise BadInput(str(e)) from None
 
     def _plan(self) -> None:
-        params = list(self.param) + ([f"dataset={self.data}"] if self.data else [])
+        params = list(self.param) + ([f"dataset={self.data}"] if self.data else []) + self._threads_param()
         if (self.data_dir or self.download_mnist) and not any(
                 p.split("=")[0].split(".")[-1] == "dataset" for p in params):
             params.append("dataset=full")
@@ -157,6 +158,16 @@ class RunConfig:
         why = constraints.first_problem(self.runs)
         if why:
             raise BadInput(why)
+
+    def _threads_param(self) -> list:
+        """--threads LIST as the -p threads=LIST it stands for (0 is all cores)."""
+        if not self.threads:
+            return []
+        if any(p.split("=")[0].split(".")[-1].strip() == "threads" for p in self.param):
+            raise BadInput("--threads and -p threads= both given; use one")
+        if not all(x.strip().isdigit() for x in self.threads.split(",")):
+            raise BadInput(f"--threads {self.threads!r}: a comma list of thread counts, e.g. 1,2 (0: all cores)")
+        return [f"threads={self.threads}"]
 
     @property
     def needs_full_mnist(self) -> bool:

@@ -8,7 +8,7 @@ and `frameval.nb` imports it inside the framework environments (numpy + stdlib).
 An output folder:
     <out>/plan.json                       what was asked (PLAN)
     <out>/environments/<fw>.json          where each framework's environment came from (ENVIRONMENTS)
-    <out>/runs/<fw>/<workload>-<mode>[-gpu]/
+    <out>/runs/<fw>/<workload>-<mode>[-gpu][@<swept values>]/
         result.json                       the run's record (RESULT)
         result.partial.json               rewritten after every epoch while it runs (PARTIAL)
         result.replaced.json              a hand run replaced by one with the same parameters; not read (REPLACED)
@@ -38,14 +38,16 @@ ENVIRONMENTS = "environments"
 OUT_LOCK = ".frameval.lock"
 
 
-def run_folder(workload: str, mode: str, device: str = "cpu") -> str:
-    """A run's folder name under runs/<fw>/: <workload>-<mode>[-gpu]."""
-    return f"{workload}-{mode}" + ("-gpu" if device == "gpu" else "")
+def run_folder(workload: str, mode: str, device: str = "cpu", tag: str = "") -> str:
+    """A run's folder name under runs/<fw>/: <workload>-<mode>[-gpu], and
+    "@<tag>" for a sweep's value (e.g. lenet-graph@batch_size=16,threads=1)."""
+    return f"{workload}-{mode}" + ("-gpu" if device == "gpu" else "") + (f"@{tag}" if tag else "")
 
 
-def run_dir(out, framework: str, workload: str, mode: str, device: str = "cpu", repeat: int = 1) -> Path:
-    """<out>/runs/<fw>/<workload>-<mode>[-gpu]/, and r<k>/ inside it for repeat k > 1."""
-    d = Path(out) / RUNS / framework / run_folder(workload, mode, device)
+def run_dir(out, framework: str, workload: str, mode: str, device: str = "cpu", repeat: int = 1,
+            tag: str = "") -> Path:
+    """<out>/runs/<fw>/<workload>-<mode>[-gpu][@tag]/, and r<k>/ inside it for repeat k > 1."""
+    d = Path(out) / RUNS / framework / run_folder(workload, mode, device, tag)
     return d if repeat <= 1 else d / f"r{repeat}"
 
 

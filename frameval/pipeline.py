@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import __version__, data, envs, execute, executors, files, locks, results
+from . import __version__, data, envs, execute, executors, files, locks, probe, results
 from .executors.context import ExecContext, Job
 from .paths import REPO
 
@@ -183,7 +183,7 @@ class Pipeline:
                 parts = execute.key_parts(run, user_keys[run.fw_key])
             else:
                 parts = execute.key_parts(run, env.freeze if env.ready else "")
-            d = results.run_dir(self.out, run.fw_key, run.workload, run.mode, run.device, run.repeat)
+            d = results.run_dir(self.out, run.fw_key, run.workload, run.mode, run.device, run.repeat, run.tag)
             dec = execute.decide(run, d, parts, self.config.forced(run))
             extra = "" if env.ready or run.fw_key in users else " (environment not built yet)"
             n_execute += dec.execute
@@ -197,7 +197,7 @@ class Pipeline:
         (Job or None, ok). A run whose environment did not build is recorded
         failed; one the cache reuses is marked reused; one that must execute
         becomes a Job."""
-        d = results.run_dir(self.out, run.fw_key, run.workload, run.mode, run.device, run.repeat)
+        d = results.run_dir(self.out, run.fw_key, run.workload, run.mode, run.device, run.repeat, run.tag)
         env = env_by_fw.get(run.fw_key)
         label = f"[{i}/{len(self.runs)}] {run.name}" + ("" if run.repeat == 1 else f" repeat {run.repeat}")
         if not isinstance(env, envs.Env):
@@ -224,6 +224,10 @@ class Pipeline:
             failed |= not ok
             if job is not None:
                 jobs.append(job)
+        if self.config.executor == "local" and (jobs or not (self.out / probe.MACHINE).exists()):
+            # the machine's peak, just before the runs it is set against (runs all reused: theirs stays;
+            # on Slurm the runs' nodes are not this machine, so none is measured)
+            probe.record(self.out, self.say)
         failed |= self.executor.execute(self.context(), jobs)
         results.merge_repeats(self.out, self.runs, self.config.repeats)
         return failed or results.any_failed(self.out, self.runs)

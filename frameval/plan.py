@@ -8,6 +8,7 @@ notebook's parameters cell (papermill itself only warns about unknown names).
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,6 +53,7 @@ class Run:
     repeat: int = 1
     profile_notes: list = field(default_factory=list)
     pin: str = ""  # a framework version other than its spec's (--frameworks paddle==3.2.2)
+    sweep: dict = field(default_factory=dict)  # the swept parameters' values of this run (-p batch_size=16,64)
 
     @property
     def fw_key(self) -> str:
@@ -60,8 +62,15 @@ class Run:
         return framework_key(self.framework, self.pin)
 
     @property
+    def tag(self) -> str:
+        """The swept values, "batch_size=16,threads=1" ("" outside a sweep): in the
+        run's folder name, so each value has its own folder and result."""
+        return ",".join(f"{k}={self.sweep[k]!r}" if isinstance(self.sweep[k], float) else f"{k}={self.sweep[k]}"
+                        for k in sorted(self.sweep))
+
+    @property
     def name(self) -> str:
-        return f"{self.fw_key}/{files.run_folder(self.workload, self.mode, self.device)}"
+        return f"{self.fw_key}/{files.run_folder(self.workload, self.mode, self.device, self.tag)}"
 
 
 def notebook_path(framework: str, workload: str) -> Path:
@@ -105,6 +114,16 @@ def parse_overrides(pairs) -> dict:
             raise PlanError(f"-p {pair!r}: {key} is set with {RESERVED[key]}, not -p")
         out.setdefault(scope, {})[key] = value.strip()
     return out
+
+
+def resolve(key: str, raw, default, where: str) -> list:
+    """A -p value as a list of values: one, or a sweep's ("16,64,256"), each coerced."""
+    if not (isinstance(raw, str) and "," in raw):
+        return [coerce(key, raw, default, where)]
+    items = [x.strip() for x in raw.split(",")]
+    if not all(items):
+        raise PlanError(f"-p {key}={raw}: an empty value in the list; write e.g. {key}=16,64,256")
+    return list(dict.fromkeys(coerce(key, x, default, where) for x in items))
 
 
 def coerce(key: str, raw, default, where: str):
@@ -174,24 +193,41 @@ def build_plan(frameworks: str = "all", workloads: str = "all", mode: str = "gra
     runs = []
     for fw, pin in entries:
         for wl in wls:
-            path, defaults = notebook_path(fw, wl), cells[fw, wl]
-            params, notes = dict(defaults), []
-            layers = [(PROFILES[profile].get(wl, {}), "profile"),
-                      (PROFILE_FRAMEWORK_OVERRIDES.get(profile, {}).get((fw, wl), {}), "framework"),
-                      (ov.get(None, {}), "-p"), (ov.get(wl, {}), "-p")]
-            for values, where in layers:
-                for key, raw in values.items():
-                    if key in defaults:
-                        params[key] = coerce(key, raw, defaults[key], f"{fw}/{wl}")
-                        if where == "framework":
-                            notes.append(f"{key}={params[key]}")
-            for m in modes:
-                p = dict(params, mode=m, device=device)
-                for k in range(1, repeats + 1):
-                    runs.append(Run(fw, wl, m, device, p, path, profile, k,
-                                    [f"{fw} {wl}: smaller {profile} size ({', '.join(notes)}) for a slow CPU kernel"] if notes else [],
-                                    pin=pin))
+            path = notebook_path(fw, wl)
+            params, notes, swept = _resolved(fw, wl, cells[fw, wl], profile, ov)
+            for combo in sweep_values(swept):
+                for m in modes:
+                    p = dict(params, **combo, mode=m, device=device)
+                    for k in range(1, repeats + 1):
+                        runs.append(Run(fw, wl, m, device, p, path, profile, k,
+                                        [f"{fw} {wl}: smaller {profile} size ({', '.join(notes)}) for a slow CPU kernel"]
+                                        if notes else [], pin=pin, sweep=combo))
     return runs
+
+
+def _resolved(fw: str, wl: str, defaults: dict, profile: str, ov: dict) -> tuple:
+    """(parameters, the framework override's notes, {swept key: values}) of one notebook, layer by layer."""
+    params, notes, swept = dict(defaults), [], {}
+    layers = [(PROFILES[profile].get(wl, {}), "profile"),
+              (PROFILE_FRAMEWORK_OVERRIDES.get(profile, {}).get((fw, wl), {}), "framework"),
+              (ov.get(None, {}), "-p"), (ov.get(wl, {}), "-p")]
+    for values, where in layers:
+        for key, raw in values.items():
+            if key in defaults:
+                got = resolve(key, raw, defaults[key], f"{fw}/{wl}")
+                params[key] = got[0]
+                swept.pop(key, None)  # a later layer's single value ends an earlier sweep
+                if len(got) > 1:
+                    swept[key] = got
+                if where == "framework":
+                    notes.append(f"{key}={params[key]}")
+    return params, notes, swept
+
+
+def sweep_values(swept: dict) -> list:
+    """[{key: value}] for every combination of the swept values ([{}] without a sweep)."""
+    keys = sorted(swept)
+    return [dict(zip(keys, combo)) for combo in itertools.product(*(swept[k] for k in keys))]
 
 
 def framework_entries(frameworks: str, device: str = "cpu") -> list:

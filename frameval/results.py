@@ -159,12 +159,12 @@ def merge_repeats(out: Path, runs, repeats: int) -> None:
     for run in (r for r in runs if r.repeat == 1):
         steady = []
         for k in range(1, repeats + 1):
-            p = run_dir(out, run.fw_key, run.workload, run.mode, run.device, k) / RESULT
+            p = run_dir(out, run.fw_key, run.workload, run.mode, run.device, k, run.tag) / RESULT
             if p.exists():
                 r = read_result(p)
                 if r.get("status") == "ok":
                     steady.append(r.get("steady_epoch_s"))
-        first = run_dir(out, run.fw_key, run.workload, run.mode, run.device)
+        first = run_dir(out, run.fw_key, run.workload, run.mode, run.device, tag=run.tag)
         if (first / RESULT).exists():
             r = read_result(first / RESULT)
             r["repeats"] = steady
@@ -174,7 +174,7 @@ def merge_repeats(out: Path, runs, repeats: int) -> None:
 def any_failed(out: Path, runs) -> bool:
     """Any planned run whose result is missing or not ok (other runs in the folder do not count)."""
     for run in runs:
-        p = run_dir(out, run.fw_key, run.workload, run.mode, run.device, run.repeat) / RESULT
+        p = run_dir(out, run.fw_key, run.workload, run.mode, run.device, run.repeat, run.tag) / RESULT
         if not p.exists() or read_result(p).get("status") != "ok":
             return True
     return False

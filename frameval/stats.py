@@ -171,3 +171,24 @@ def speed_interval(best_runs, runs, between_sd: float = BETWEEN_RUN_SD, draws: i
     return {"ratio": math.exp(centre), "lo": lo, "hi": hi, "verdict": "slower" if lo > 1 else "within_noise",
             "widened": widen > 0, "runs": (len(best_runs), len(runs)),
             "windows": (sum(map(len, best_runs)), sum(map(len, runs)))}
+
+
+def rate_interval(runs, between_sd: float = BETWEEN_RUN_SD, draws: int = BOOTSTRAP_DRAWS, seed: int = 0,
+                  point: float | None = None) -> dict | None:
+    """One side's samples/s (the median over its runs of each run's windows)
+    with its 95% interval: speed_interval's bootstrap for a single side, widened
+    by `between_sd` when it rests on one run; centred on `point` where given.
+    The scaling charts' error bars. None when no run has a window."""
+    runs = [list(w) for w in runs if w]
+    if not runs:
+        return None
+    import random
+    rng = random.Random(seed)
+    med = statistics.median
+    theta = math.log(med([med(w) for w in runs]))
+    widen = between_sd if len(runs) == 1 else 0.0
+    reps = sorted(math.log(_side(runs, rng, med)) + rng.gauss(0.0, widen) for _ in range(draws))
+    lo_q, hi_q = reps[int((1 - CONFIDENCE) / 2 * draws)], reps[int((1 + CONFIDENCE) / 2 * draws) - 1]
+    centre = math.log(point) if point else theta
+    return {"rate": math.exp(centre), "lo": math.exp(centre + lo_q - theta), "hi": math.exp(centre + hi_q - theta),
+            "widened": widen > 0, "runs": len(runs), "windows": sum(map(len, runs))}

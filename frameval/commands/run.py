@@ -26,6 +26,7 @@ EPILOG = """examples:
   python3 run_all.py test                             the test suite (CI); test --fast: the unit-level tests
   python3 run_all.py lab                              JupyterLab on notebooks/ with every kernel
   python3 run_all.py --frameworks paddle==3.2.2,paddle --workloads lenet --repeats 7   two versions, with a verdict
+  python3 run_all.py --workloads lenet -p batch_size=16,64,256 --threads 1,2   sweeps: scaling and share of peak
   python3 run_all.py compare reports/before reports/after   did it get faster? (docs/compare.md)
   python3 run_all.py bench overhead                   a benchmark (bench/), in the runner environment
   python3 run_all.py defects                          each framework defect's reproduction: present / fixed
@@ -88,6 +89,7 @@ def parser() -> argparse.ArgumentParser:
                         "runner's included (default $FRAMEVAL_ENV_BACKEND, else auto). venv installs with uv "
                         "(pip where uv cannot be had; FRAMEVAL_INSTALLER=pip forces pip)")
     _environment_options(p)
+    _sweep_options(p)
     slurm_config.add_options(p.add_argument_group("Slurm (--executor slurm; docs/slurm.md)"))
     return p
 
@@ -101,6 +103,12 @@ def _environment_options(p) -> None:
     p.add_argument("--offline", default="", metavar="BUNDLE",
                    help="a machine with no network: build every environment from BUNDLE (made by `run_all.py "
                         "bundle`) alone, its hashes checked first, and take its data caches (docs/offline.md)")
+
+
+def _sweep_options(p) -> None:
+    p.add_argument("--threads", default="", metavar="LIST",
+                   help="CPU threads every framework is asked for: 0 (all cores, the notebooks' default) or a "
+                        "count; a comma list (1,2) sweeps, one run per value, as -p batch_size=16,64,256 does")
 
 
 def config_from(args, argv) -> RunConfig:

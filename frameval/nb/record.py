@@ -230,11 +230,15 @@ class _EpochTimer:
 
 
 def _inject_fault(rec):
-    """Test hook for the fault tests: FRAMEVAL_INJECT_FAULT="<framework>/<workload>:raise|abort|sleep"
-    fails the run after its first epoch, the way a real crash would."""
+    """Test hook for the fault tests: FRAMEVAL_INJECT_FAULT="<framework>/<workload>[@key=value]:raise|abort|sleep"
+    fails the run after its first epoch, the way a real crash would (@key=value: only the
+    run whose parameter has that value, one value of a sweep)."""
     spec = os.environ.get("FRAMEVAL_INJECT_FAULT", "")
     target, _, kind = spec.partition(":")
-    if not spec or target != f"{rec.framework}/{rec.workload}" or len(rec.epochs) != 1:
+    target, _, cond = target.partition("@")
+    key, _, value = cond.partition("=")
+    if not spec or target != f"{rec.framework}/{rec.workload}" or len(rec.epochs) != 1 \
+            or (cond and str(rec.params.get(key)) != value):
         return
     if kind == "raise":
         raise RuntimeError("injected failure (FRAMEVAL_INJECT_FAULT)")

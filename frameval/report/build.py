@@ -27,6 +27,7 @@ from .model import load_sources, make_rows
 from .render import notes_html, notes_markdown, render_all
 from .spec import WORKLOADS, framework_name, order_key
 from .modes import mode_section
+from .scaling import attach_peak, machines, peak_text, scaling_section
 from .versions import version_section
 from .tables import code_size_table, error_entries, memory_table, scope_notes, workload_table
 
@@ -204,6 +205,8 @@ def _notes(request, S, warnings):
 def _context(request, S, problems, assets_dir) -> dict:
     loaded = _load(request, S)
     rows = make_rows(loaded["runs"], S, loaded["multi_host"], problems)
+    peaks = machines(request["sources"])
+    problems.run(S("what_section", name=S("h_peak")), attach_peak, rows, peaks, default=None)
     wls = [wl for wl in WORKLOADS if any(w["workload"] == wl for w in rows)]
     frameworks = _frameworks(rows, loaded["plans"])
     warnings = loaded["warnings"] + [S("warn_no_env", framework=framework_name(fw)) for fw in frameworks if fw not in loaded["envs"]]
@@ -222,11 +225,15 @@ def _context(request, S, problems, assets_dir) -> dict:
                          default=lambda it: {"error": it["text"]})
     if modes and "error" not in modes:
         modes["chart"] = modes_chart(modes, S, charts, problems)
+    scaling = problems.run(S("what_section", name=S("h_scaling")), scaling_section, rows, wls, S, charts, problems,
+                           default=lambda it: {"error": it["text"]})
     errors = problems.run(S("what_section", name=S("h_errors")), error_entries, rows, request["out_dir"], S, default=[])
     assets = summary_charts(rows, wls, S, charts, problems)
     found = findings(rows, wls, S, errors, check["failed"], audits, problems, versions)
+    found += [f for p in (scaling or {}).get("parts", []) for f in p.get("findings", [])]
     env = problems.run(S("what_section", name=S("h_environment")), environment, rows, loaded["envs"], frameworks, S,
                        default=lambda it: {"error": it["text"], "machines": [], "frameworks": [], "freezes": []})
+    env["peak"] = problems.run(S("what_section", name=S("h_peak")), peak_text, peaks, S, default=lambda it: [it["text"]])
     defects = problems.run(S("what_section", name=S("h_defects")), defects_table, rows, frameworks, S,
                            default=lambda it: {"id": "table-defects", "error": it["text"], "headers": [], "rows": [],
                                                "ids": [], "candidates": [], "versions_ran": []})
@@ -247,7 +254,7 @@ def _context(request, S, problems, assets_dir) -> dict:
         "notes_md": notes_markdown(notes_md), "notes_html": problems.run(S("what_notes"), notes_html, notes_md, default="")
         if notes_md else "",
         "summary_assets": assets, "env": env, "sections": sections, "audits": audits, "check": check,
-        "versions": versions, "modes": modes,
+        "versions": versions, "modes": modes, "scaling": scaling,
         "code": code, "errors": errors, "reproduce": repro, "defects": defects, "install": install, "multi_host": loaded["multi_host"], "hosts": loaded["hosts"],
         "name": request["name"], "generated": request["now"].isoformat(timespec="seconds"),
         "_info": {"runs": len(rows), "failed": n_failed, "check_failed": len([w for w in rows if w["check_failed"]]),

@@ -218,6 +218,46 @@ class Charts:
             ax.legend(fontsize=7, frameon=False, ncol=2)
             return self._save(fig, name)
 
+    def scaling(self, name, panels, note=None):
+        """Lines against a log x axis, one per series, with error bars where given.
+        panels: [(title, xlabel, ylabel, [(label, framework, mode, [(x, y, low, high)])])]."""
+        panels = [p for p in panels if any(plottable(pt[1]) is not None for s in p[3] for pt in s[3])]
+        if not panels:
+            return None
+        with plt.rc_context(self.rc):
+            fig, axes = self._fig(w=3.8 * len(panels) + 0.6, h=3.4, ncols=len(panels))
+            for ax, (title, xlabel, ylabel, series) in zip(axes[0], panels):
+                xs_all = sorted({pt[0] for s in series for pt in s[3]})
+                seen: dict = {}
+                for i, (label, fw, mode, pts) in enumerate(series):
+                    k = seen[fw] = seen.get(fw, -1) + 1  # a framework's second series: another marker and shade
+                    pts = [pt for pt in pts if plottable(pt[1]) is not None]
+                    if not pts:
+                        continue
+                    ys = [pt[1] for pt in pts]
+                    err = [[max(0.0, y - (pt[2] if pt[2] is not None else y)) for y, pt in zip(ys, pts)],
+                           [max(0.0, (pt[3] if pt[3] is not None else y) - y) for y, pt in zip(ys, pts)]]
+                    ax.errorbar([pt[0] for pt in pts], ys, yerr=err if any(any(e) for e in err) else None,
+                                marker="os^Dv"[k % 5], markersize=4, capsize=3, color=self.color(fw, i),
+                                alpha=1.0 if k == 0 else 0.6,
+                                linestyle="--" if mode == "eager" else "-", label=label)
+                ax.set_xscale("log", base=2)
+                ax.set_xticks(xs_all)
+                ax.set_xticklabels([f"{x:g}" for x in xs_all])
+                ax.minorticks_off()
+                ax.set_title(title)
+                ax.set_xlabel(xlabel)
+                ax.set_ylabel(ylabel)
+                ax.set_ylim(bottom=0)
+            handles, labels = axes[0][0].get_legend_handles_labels()
+            if handles:
+                fig.legend(handles, labels, loc="lower center", ncol=min(4, len(labels)), fontsize=8, frameon=False,
+                           bbox_to_anchor=(0.5, -0.02 - 0.05 * math.ceil(len(labels) / 4)))
+            if note:
+                fig.text(0.01, -0.12 - 0.05 * math.ceil(len(labels) / 4), note, fontsize=7, color="#555", ha="left", va="top")
+            fig.tight_layout()
+            return self._save(fig, name)
+
     def hbar_panels(self, name, panels, note=None, line=None):
         """Summary figure: one panel per workload, horizontal bars.
         panels: [(title, xlabel, [(label, value, framework, best[, (low, high)])])]; a (low, high)

@@ -8,6 +8,7 @@ from ..catalog import WORKLOAD_BY_KEY
 from . import fmt, labels
 from .media import dev_suffix, group_suffix, ranking_groups, wl_name
 from .model import at_faster_mode, speed_ratio
+from .scaling import peak_findings
 from .tables import QUALITY_FORMAT
 
 MEMORY_TIE = 0.02  # peak memories closer than this are not ranked
@@ -247,6 +248,7 @@ def findings(rows, wls, S, errors, check_failed, audits, problems, versions=None
         name = wl_name(S, wl)
         add(S("what_findings", kind=S("h_findings_speed"), workload=name), speed_findings, wl, wrows, S)
         add(S("what_findings", kind=S("h_findings_memory"), workload=name), memory_findings, wl, wrows, S)
+        add(S("what_findings", kind=S("h_findings_speed"), workload=name), peak_findings, wl, wrows, S)
         q = problems.run(S("what_findings", kind=S("h_findings_quality"), workload=name), quality_finding, wl, wrows, S,
                          default=lambda it: it)
         if isinstance(q, dict):

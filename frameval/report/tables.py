@@ -15,6 +15,7 @@ from .check import check_summary
 from .defects import mark_substitute
 from .labels import SCOPE_PARTS
 from .model import best_of, fastest_by_group, speed_ratio
+from .scaling import gflops_cell
 from .spec import audit_count, framework_name, match_counts
 
 TRACEBACK_LINES = 15
@@ -70,6 +71,7 @@ def _heads(S, opt, qcols):
               header(S("col_steady"), True, S("tip_steady")),
               header(S("col_samples_per_s"), True, S("tip_samples_per_s")),
               header(S("col_vs_fastest"), True, S("tip_vs_fastest")),
+              header(S("col_gflops"), True, S("tip_gflops_col")),
               header(S("col_peak_rss"), True, S("tip_peak_rss")), header(S("col_rss_import"), True),
               header(S("col_peak_device"), True, S("tip_peak_device")),
               header(S("col_graph_scope"), False, S("tip_graph_scope")), header(S("col_params"), True)]
@@ -114,6 +116,7 @@ def _line(w, c):
     cells += [status_cell(w, S), cell(fmt.seconds(r.first_epoch_s), fmt.num(r.first_epoch_s), "na" if fmt.is_na(r.first_epoch_s) else ""),
               steady_cell(w, S), mark_substitute(_sps_cell(w), w, S)]
     cells.append(ratio_cell(w, best_of(w, c["best"]), S))
+    cells.append(gflops_cell(w, S))
     cells.append(_mb_cell(r.peak_rss_mb, S("tip_peak_rss_method", method=r.memory.get("method"))
                           if r.memory.get("method") else S("tip_peak_rss_old")))
     cells.append(_mb_cell(r.rss_after_import_mb))

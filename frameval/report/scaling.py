@@ -1,0 +1,285 @@
+"""How cost grows, and how far from the limit (#28).
+
+Every row gets its achieved GFLOP/s (samples/s x the workload's FLOPs per
+training sample, frameval/flops.py) and its share of this machine's own peak
+(`<out>/machine.json`, frameval/probe.py: the 1-thread figure for a run asked
+for one thread, else the higher of the two). Where a sweep ran (several batch
+sizes or thread counts of one framework, mode and workload), a section shows
+samples/s and peak memory against batch size, and the speedup from the fewest
+threads to the most, with 95% intervals (stats); a value that failed is a
+"failed" cell, never dropped."""
+from __future__ import annotations
+
+from .. import flops, probe, stats
+from . import fmt
+from .cells import cell, header
+from .media import figure, wl_name
+from .model import run_windows
+
+FLAT_GAIN = 1.10        # less than 10% more samples/s from one batch size to the next: the curve has flattened
+OVERHEAD_RISE = 1.5     # a share of peak that rises this much with batch size: per-step overhead, not arithmetic
+
+
+# ------------------------------------------------------------------ share of peak, every run
+def machines(sources) -> dict:
+    """{source folder: its machine.json, or None}."""
+    return {str(s): probe.read(s) for s in sources}
+
+
+def peak_for(m, threads):
+    """The peak a run is set against: 1 thread's for a run asked for 1, else the machine's best."""
+    if not m:
+        return None
+    one, every = fmt.num(m.get("peak_gflops_1")), fmt.num(m.get("peak_gflops_all"))
+    if threads == 1:
+        return one
+    got = [v for v in (one, every) if v]
+    return max(got) if got else None
+
+
+def attach_peak(rows, by_source) -> None:
+    """w["gflops"], w["peak"] and w["peak_share"] (None where not measured)."""
+    for w in rows:
+        r = w.result
+        f = flops.training_flops(w["workload"], r.params)
+        sps = w["samples_per_s"] if w["ok"] else None
+        w["flops"] = f
+        w["gflops"] = sps * f / 1e9 if sps and f else None
+        w["peak"] = peak_for(by_source.get(str(r.source)), fmt.num(r.params.get("threads")))
+        w["peak_share"] = w["gflops"] / w["peak"] if w["gflops"] and w["peak"] else None
+
+
+def gflops_cell(w, S):
+    if w.get("gflops") is None:
+        return cell(fmt.NA, None, "na")
+    text = fmt.sig(w["gflops"]) + (f" ({fmt.sig(w['peak_share'] * 100, 2)}%)" if w["peak_share"] is not None else "")
+    return cell(text, w["gflops"], "", S("tip_gflops", flops=fmt.integer(w["flops"]),
+                                          peak=fmt.sig(w["peak"]) if w["peak"] else fmt.NA))
+
+
+def peak_text(by_source, S) -> list:
+    """The environment section's lines: each source's measured peak and how."""
+    out = []
+    for src, m in by_source.items():
+        if not m:
+            continue
+        out.append(S("peak_line", one=fmt.sig(m.get("peak_gflops_1")), all=fmt.sig(m.get("peak_gflops_all")),
+                     threads=m.get("threads_all", "?"), bw=fmt.sig(m.get("bandwidth_gbs")),
+                     load=", ".join(str(x) for x in m.get("load_before") or []) or fmt.NA,
+                     method=(m.get("method") or {}).get("matmul", "?"), copy=(m.get("method") or {}).get("copy", "?"),
+                     blas=(m.get("method") or {}).get("blas", "?"), when=m.get("measured", "?")))
+    return out or [S("peak_none")]
+
+
+def peak_findings(wl, wrows, S) -> list:
+    """The run closest to the machine's limit; overhead-bound where the share
+    of peak is small and rises with batch size."""
+    got = [w for w in wrows if w.get("peak_share") is not None]
+    if not got:
+        return []
+    best = max(got, key=lambda w: w["peak_share"])
+    text = S("finding_peak", workload=wl_name(S, wl), run=best["label"], gflops=fmt.sig(best["gflops"]),
+             share=fmt.sig(best["peak_share"] * 100, 2), peak=fmt.sig(best["peak"]))
+    rise = [s for s in batch_series(wrows) if len(s["points"]) > 1]
+    shares = [(s, s["points"][0][1].get("peak_share"), s["points"][-1][1].get("peak_share")) for s in rise]
+    shares = [(s, a, b) for s, a, b in shares if a and b]
+    if shares and all(b / a >= OVERHEAD_RISE for _, a, b in shares):
+        # the words quote the series of the run closest to the limit, where it is one of them
+        s, lo, hi = next((x for x in shares if any(w is best for _, w in x[0]["points"])), shares[0])
+        text += " " + S("finding_overhead", lo=fmt.sig(lo * 100, 2), hi=fmt.sig(hi * 100, 2), run=s["label"],
+                        b0=fmt.integer(s["points"][0][0]), b1=fmt.integer(s["points"][-1][0]), n=len(shares))
+    return [{"kind": "speed", "text": text, "anchor": f"wl-{wl}"}]
+
+
+# ------------------------------------------------------------------ the sweeps
+def _p(w, key):
+    return fmt.num(w.result.params.get(key))
+
+
+def _series(wrows, axis, fixed) -> list:
+    """[{"key", "label", "fw", "mode", "points": [(x, row)] by x}]: one per
+    framework, version, mode, device, machine and value of `fixed`; only where
+    `axis` took more than one value."""
+    if len({_p(w, axis) for w in wrows if _p(w, axis) is not None}) < 2:
+        return []
+    many = len({_p(w, fixed) for w in wrows}) > 1
+    groups: dict = {}
+    for w in wrows:
+        x = _p(w, axis)
+        if x is None:
+            continue
+        k = (w["fw"], w["version"], w["mode"], w["device"], w["host"], _p(w, fixed), w["size"][0])
+        g = groups.setdefault(k, {"key": k, "fw": w["fw"], "mode": w["mode"], "points": [],
+                                  "label": f"{w['fw_name']} {w['mode']}" + (f" ({w['device'].upper()})" if w["device"] != "cpu" else "")
+                                  + (f", {fixed}={fmt.integer(_p(w, fixed))}" if many and _p(w, fixed) is not None else "")})
+        g["points"].append((x, w))
+    out = [g for g in groups.values() if len(g["points"]) > 1]
+    for g in out:
+        g["points"].sort(key=lambda p: (p[0] == 0, p[0]))  # threads=0 (all cores) last
+    first = list(dict.fromkeys(k[:5] for k in groups))  # the rows' framework order, then the fixed value by number
+    out.sort(key=lambda g: (first.index(g["key"][:5]), g["key"][5] is None, g["key"][5] or 0))
+    return out
+
+
+def batch_series(wrows):
+    return _series(wrows, "batch_size", "threads")
+
+
+def thread_series(wrows):
+    return _series(wrows, "threads", "batch_size")
+
+
+def failed_text(w, S) -> str:
+    """"OOM" for a value that ran out of memory, else the error's type: a failed value keeps its cell."""
+    err = w.result.error or {}
+    words = f"{err.get('type', '')} {err.get('message', '')}".lower()
+    if any(k in words for k in ("memoryerror", "out of memory", "oom", "resourceexhausted", "cannot allocate")):
+        return S("scaling_oom")
+    return S("scaling_failed", type=err.get("type") or w["status"])
+
+
+def _value_cell(w, S, what):
+    if not (w["ok"] and w["samples_per_s"] is not None):
+        return cell(failed_text(w, S), None, "flag", (w.result.error or {}).get("message", "")[:300])
+    if what == "memory":
+        v = fmt.num(w.result.peak_rss_mb)
+        return cell(fmt.mb(v), v, "na" if v is None else "")
+    iv = w.get("rate_iv")
+    share = f" · {fmt.sig(w['peak_share'] * 100, 2)}%" if w.get("peak_share") is not None else ""
+    title = S("tip_rate_interval", lo=fmt.rate(iv["lo"]), hi=fmt.rate(iv["hi"])) if iv else ""
+    return cell(fmt.rate(w["samples_per_s"]) + share, w["samples_per_s"], "", title)
+
+
+def _axis_label(x, S):
+    return S("scaling_all_cores") if x == 0 else fmt.integer(x)
+
+
+def _grid_table(tid, series, S, first, what):
+    xs = sorted({x for s in series for x, _ in s["points"]}, key=lambda x: (x == 0, x))
+    heads = [header(first)] + [header(_axis_label(x, S), True) for x in xs]
+    body = []
+    for s in series:
+        at = dict(s["points"])
+        body.append([cell(s["label"], s["fw"])] + [_value_cell(at[x], S, what) if x in at else cell("—", None, "na")
+                                                    for x in xs])
+    return {"id": tid, "headers": heads, "rows": body, "sortable": True, "row_ids": [str(s["key"]) for s in series]}
+
+
+def speedup(s):
+    """From the series' first point to its last (fewest threads to most, smallest batch to largest):
+    (ratio, interval dict or None); None where either end has no speed."""
+    (_, a), (_, b) = s["points"][0], s["points"][-1]
+    if not (a["ok"] and b["ok"] and a["samples_per_s"] and b["samples_per_s"]):
+        return None
+    ratio = b["samples_per_s"] / a["samples_per_s"]
+    return ratio, stats.speed_interval(run_windows(b), run_windows(a), point=ratio)
+
+
+def _threads_of(x, w):
+    """A thread count as a number: 0 (all cores) is the run's own recorded count."""
+    return x if x else fmt.num((w.result.machine or {}).get("cores")) or fmt.num(w.result.threads)
+
+
+def thread_table(wl, series, S):
+    t = _grid_table(f"scaling-threads-{wl}", series, S, S("col_threads_axis"), "speed")
+    t["headers"] += [header(S("col_thread_speedup"), True, S("tip_thread_speedup")),
+                     header(S("col_efficiency"), True, S("tip_efficiency"))]
+    for s, line in zip(series, t["rows"]):
+        got = speedup(s)
+        if got is None:
+            line += [cell(fmt.NA, None, "na"), cell(fmt.NA, None, "na")]
+            continue
+        ratio, iv = got
+        n0, n1 = _threads_of(*s["points"][0]), _threads_of(*s["points"][-1])
+        eff = ratio / (n1 / n0) if n0 and n1 and n1 != n0 else None
+        s["speedup"], s["efficiency"], s["interval"] = ratio, eff, iv
+        line.append(cell(fmt.ratio(ratio) + (f" ({fmt.interval(iv['lo'], iv['hi'])})" if iv else ""), ratio))
+        line.append(cell(f"{eff * 100:.0f}%" if eff is not None else fmt.NA, eff, "" if eff is not None else "na"))
+    return t
+
+
+def _attach_rate_intervals(series):
+    for s in series:
+        for _, w in s["points"]:
+            if w["ok"] and w["samples_per_s"] and "rate_iv" not in w:
+                w["rate_iv"] = stats.rate_interval(run_windows(w), point=w["samples_per_s"])
+
+
+def _batch_panels(series, S):
+    def pts(s, get, iv):
+        return [(x, get(w), *((w["rate_iv"]["lo"], w["rate_iv"]["hi"]) if iv and w.get("rate_iv") else (None, None)))
+                for x, w in s["points"] if w["ok"] and get(w) is not None]
+    speed = [(s["label"], s["fw"], s["mode"], pts(s, lambda w: w["samples_per_s"], True)) for s in series]
+    mem = [(s["label"], s["fw"], s["mode"], pts(s, lambda w: fmt.num(w.result.peak_rss_mb), False)) for s in series]
+    return [(S("chart_scaling_speed"), S("axis_batch"), S("axis_samples_per_s"), speed),
+            (S("chart_scaling_memory"), S("axis_batch"), S("axis_mb"), mem)]
+
+
+def workload_scaling(wl, wrows, S, charts, problems) -> dict | None:
+    """One workload's scaling part, or None where it swept nothing."""
+    bs, ts = batch_series(wrows), thread_series(wrows)
+    if not bs and not ts:
+        return None
+    _attach_rate_intervals(bs + ts)
+    name = wl_name(S, wl)
+    out = {"id": wl, "name": name, "batch": None, "memory": None, "threads": None, "charts": []}
+    if bs:
+        out["batch"] = _grid_table(f"scaling-batch-{wl}", bs, S, S("col_batch_axis"), "speed")
+        out["memory"] = _grid_table(f"scaling-memory-{wl}", bs, S, S("col_batch_memory"), "memory")
+        cap = S("fig_scaling_batch", workload=name)
+        out["charts"].append(figure(problems, S, cap, charts.scaling, f"{wl}-scaling-batch", _batch_panels(bs, S),
+                                    S("chart_scaling_note")))
+    if ts:
+        out["threads"] = thread_table(wl, ts, S)
+        items = [(s["label"], s["speedup"], s["fw"], False, (s["interval"]["lo"], s["interval"]["hi"]) if s.get("interval") else None)
+                 for s in ts if s.get("speedup") is not None]
+        cap = S("fig_scaling_threads", workload=name)
+        if items:
+            out["charts"].append(figure(problems, S, cap, lambda: charts.hbar_panels(
+                f"{wl}-scaling-threads", [(name, S("axis_thread_speedup"), items)], note=S("chart_modes_note"), line=1.0)))
+    out["charts"] = [c for c in out["charts"] if c]
+    out["findings"] = scaling_findings(wl, bs, ts, S)
+    return out
+
+
+def scaling_section(rows, wls, S, charts, problems) -> dict | None:
+    parts = []
+    for wl in wls:
+        wrows = [w for w in rows if w["workload"] == wl]
+        got = problems.run(S("what_section", name=S("h_scaling") + " · " + wl_name(S, wl)), workload_scaling, wl, wrows,
+                           S, charts, problems, default=lambda it, wl=wl: {"id": wl, "name": wl_name(S, wl), "error": it["text"]})
+        if got:
+            parts.append(got)
+    return {"intro": S("scaling_intro"), "parts": parts} if parts else None
+
+
+# ------------------------------------------------------------------ summary lines
+def _flattens(s):
+    """The batch size after which the next one adds less than FLAT_GAIN; None if it never does."""
+    pts = [(x, w) for x, w in s["points"] if w["ok"] and w["samples_per_s"]]
+    for (x0, a), (_, b) in zip(pts, pts[1:]):
+        if b["samples_per_s"] / a["samples_per_s"] < FLAT_GAIN:
+            return x0
+    return None
+
+
+def scaling_findings(wl, bs, ts, S) -> list:
+    out, name = [], wl_name(S, wl)
+    gains = [(s, speedup(s)) for s in bs]
+    gains = [(s, g) for s, g in gains if g]
+    if gains:
+        s, (ratio, _) = max(gains, key=lambda x: x[1][0])
+        flat = [(t, _flattens(t)) for t, _ in gains]
+        flat = S.join(S("flat_item", run=t["label"], batch=fmt.integer(x)) for t, x in flat if x is not None)
+        out.append({"kind": "speed", "anchor": f"scaling-{wl}", "text": S(
+            "finding_batch_scaling", workload=name, run=s["label"], ratio=fmt.ratio(ratio),
+            b0=fmt.integer(s["points"][0][0]), b1=fmt.integer(s["points"][-1][0]))
+            + (" " + S("finding_flattens", items=flat) if flat else " " + S("finding_no_flat"))})
+    ths = [s for s in ts if s.get("speedup") is not None]
+    if ths:
+        s = max(ths, key=lambda t: t["speedup"])
+        eff = f"{s['efficiency'] * 100:.0f}%" if s.get("efficiency") is not None else fmt.NA
+        out.append({"kind": "speed", "anchor": f"scaling-{wl}", "text": S(
+            "finding_thread_scaling", workload=name, run=s["label"], ratio=fmt.ratio(s["speedup"]), eff=eff,
+            items=S.join(f"{t['label']} {fmt.ratio(t['speedup'])}" for t in ths if t is not s))})
+    return out
