@@ -152,6 +152,13 @@ PROFILES = {
     # (training on the subset at these sizes takes an explicit -p dataset=embedded).
     "full": {"lenet": {"dataset": "full"}, "dcgan": {"dataset": "full"}, "lstm": {}},
 }
+# The default --timeout per profile. A quick run takes seconds to minutes, so
+# 30 minutes only ever catches a hang. A full run's length spans a factor of
+# 40 between frameworks: TensorFlow's full DCGAN (50 epochs of 160 s) is about
+# 2 h 15 min on this 2-core CPU and MegEngine's would be days, so the full
+# profile has no default limit (None); --timeout sets one. A 6-epoch DCGAN
+# killed at 30 minutes, after 4 epochs, is how this was found.
+PROFILE_TIMEOUT_S = {"quick": 1800.0, "full": None}
 # Per-framework overrides of a profile. Empty on purpose: a smaller size for a
 # slower framework makes its epochs incomparable (the report ranks per sample,
 # but equal work is the honest default).

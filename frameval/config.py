@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from . import constraints, executors, files
-from .catalog import FRAMEWORKS, canonical_framework
+from .catalog import FRAMEWORKS, PROFILE_TIMEOUT_S, canonical_framework
 from .checks import check_env_backend, check_lang, check_threshold
 from .exits import BadInput
 from .executors.slurm_config import SlurmConfig
@@ -35,7 +35,7 @@ class RunConfig:
     name: str = "report"
     repeats: int = 1
     threshold: float = 0.10
-    timeout: float = 1800
+    timeout: float | None = None   # None: the profile's default (catalog.PROFILE_TIMEOUT_S)
     force: str | None = None
     dry_run: bool = False
     setup_only: bool = False
@@ -109,7 +109,9 @@ class RunConfig:
             from .envs import BACKENDS
             if not BACKENDS["conda"].available():
                 raise BadInput("--env-backend conda: none of mamba, micromamba, conda is on PATH (or use venv)")
-        if not self.timeout > 0:  # nan too
+        if self.timeout is None:
+            self.timeout = PROFILE_TIMEOUT_S.get(self.profile, PROFILE_TIMEOUT_S["quick"])
+        elif not self.timeout > 0:  # nan too
             raise BadInput(f"--timeout {self.timeout:g}: must be positive")
         check_threshold(self.threshold)
 

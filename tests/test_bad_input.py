@@ -88,3 +88,14 @@ def test_lenet_on_real_full_mnist_for_one_epoch(tmp_path):
     assert r["data"]["source"].replace("_", "\\_") in md or r["data"]["source"] in md
     assert r["data"]["sha256"][:12] in md
     assert set(r["data"]["idx_md5"].values()) == set(data.IDX_MD5.values())
+
+
+@pytest.mark.fast
+def test_the_default_timeout_follows_the_profile():
+    """30 minutes catches a hang in the quick profile; a full run may take days
+    (MegEngine's DCGAN), so the full profile kills nothing unless asked."""
+    assert RunConfig(dry_run=True).timeout == 1800
+    assert RunConfig(profile="full", workloads="lstm", dry_run=True).timeout is None
+    assert RunConfig(profile="full", workloads="lstm", timeout=60, dry_run=True).timeout == 60
+    with pytest.raises(BadInput, match=r"^--timeout 0: must be positive$"):
+        RunConfig(timeout=0, dry_run=True)

@@ -61,8 +61,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--threshold", type=float, default=0.10, metavar="F",
                    help="version comparison: call a change faster/slower only when it is larger than this "
                         "fraction (default 0.10) and significant across repeats (docs/compare.md)")
-    p.add_argument("--timeout", type=float, default=1800, metavar="S",
-                   help="kill a run after S seconds and record it as failed (default 1800)")
+    p.add_argument("--timeout", type=float, default=None, metavar="S",
+                   help="kill a run after S seconds and record it as failed "
+                        "(default 1800 in the quick profile, none in the full one)")
     p.add_argument("--force", nargs="?", const="all", default=None, metavar="RUNS",
                    help="execute even if a cached result matches: all, or e.g. torch/lenet,mxnet")
     p.add_argument("--dry-run", action="store_true",
