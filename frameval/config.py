@@ -92,6 +92,7 @@ class RunConfig:
         self._check_device()
         self._check_files()
         self._plan()
+        self._check_out_path()
         self._check_offline()
         self._check_data()
         self._check_pins()
@@ -114,6 +115,15 @@ class RunConfig:
         elif not self.timeout > 0:  # nan too
             raise BadInput(f"--timeout {self.timeout:g}: must be positive")
         check_threshold(self.threshold)
+
+    def _check_out_path(self) -> None:
+        # A run's caches live in its folder, and Paddle's dy2static reads its call
+        # stacks back by splitting on ",": under a path with a comma every Paddle
+        # graph run fails with "invalid literal for int()" (seen; files.TAG_SEP).
+        out = os.path.abspath(self.out)
+        if self.submits and "," in out and any(r.framework == "paddle" and r.mode == "graph" for r in self.runs):
+            raise BadInput(f"--out {out}: PaddlePaddle's graph mode fails under a path with a comma "
+                           "(its dy2static splits its call stacks on ','); choose a folder without one")
 
     def _check_executor(self) -> None:
         if self.executor not in executors.names():

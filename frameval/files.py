@@ -38,9 +38,22 @@ ENVIRONMENTS = "environments"
 OUT_LOCK = ".frameval.lock"
 
 
+# Between the name=value pairs of a run folder's "@" suffix. Never a comma:
+# PaddlePaddle's dy2static reads its own call stacks back by splitting the line
+# on ",", so a comma anywhere in the path of the run's working folder (where its
+# caches live) fails every graph-mode run with "invalid literal for int()".
+TAG_SEP = "+"
+
+
+def params_tag(values: dict) -> str:
+    """{"threads": 1, "batch_size": 16} -> "batch_size=16+threads=1" (floats by repr)."""
+    return TAG_SEP.join(f"{k}={values[k]!r}" if isinstance(values[k], float) else f"{k}={values[k]}"
+                        for k in sorted(values))
+
+
 def run_folder(workload: str, mode: str, device: str = "cpu", tag: str = "") -> str:
     """A run's folder name under runs/<fw>/: <workload>-<mode>[-gpu], and
-    "@<tag>" for a sweep's value (e.g. lenet-graph@batch_size=16,threads=1)."""
+    "@<tag>" for a sweep's value (e.g. lenet-graph@batch_size=16+threads=1)."""
     return f"{workload}-{mode}" + ("-gpu" if device == "gpu" else "") + (f"@{tag}" if tag else "")
 
 

@@ -63,10 +63,9 @@ class Run:
 
     @property
     def tag(self) -> str:
-        """The swept values, "batch_size=16,threads=1" ("" outside a sweep): in the
+        """The swept values, "batch_size=16+threads=1" ("" outside a sweep): in the
         run's folder name, so each value has its own folder and result."""
-        return ",".join(f"{k}={self.sweep[k]!r}" if isinstance(self.sweep[k], float) else f"{k}={self.sweep[k]}"
-                        for k in sorted(self.sweep))
+        return files.params_tag(self.sweep)
 
     @property
     def name(self) -> str:

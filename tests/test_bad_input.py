@@ -99,3 +99,25 @@ def test_the_default_timeout_follows_the_profile():
     assert RunConfig(profile="full", workloads="lstm", timeout=60, dry_run=True).timeout == 60
     with pytest.raises(BadInput, match=r"^--timeout 0: must be positive$"):
         RunConfig(timeout=0, dry_run=True)
+
+
+@pytest.mark.fast
+def test_a_comma_in_the_output_path_is_refused_where_paddle_graph_runs(tmp_path):
+    """Paddle's dy2static splits its call stacks on ',': every graph run under such a
+    path failed (seen). Refused before anything is made; other frameworks run there."""
+    out = tmp_path / "a,b"
+    with pytest.raises(BadInput, match=r"^--out .*a,b: PaddlePaddle's graph mode fails under a path with a comma"):
+        RunConfig(frameworks="paddle", workloads="lenet", out=str(out))
+    assert not out.exists()
+    RunConfig(frameworks="paddle", workloads="lenet", mode="eager", out=str(out), dry_run=True)
+    RunConfig(frameworks="torch", workloads="lenet", out=str(out), dry_run=True)
+
+
+@pytest.mark.fast
+def test_no_run_folder_holds_a_comma():
+    """Swept values join with files.TAG_SEP, never ',' (the same dy2static trap)."""
+    from frameval import files
+    from frameval.plan import build_plan
+    runs = build_plan("all", "all", "both", "cpu", "quick", ["batch_size=32,64", "threads=1,2", "lr=0.001,0.002"])
+    assert len(runs) == 7 * 3 * 2 * 8 and not any("," in r.name for r in runs)
+    assert files.params_tag({"threads": 1, "batch_size": 16, "lr": 0.002}) == "batch_size=16+lr=0.002+threads=1"

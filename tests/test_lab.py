@@ -186,7 +186,7 @@ def test_teaching_session_ends_in_a_report_and_the_clone_stays_clean(tmp_path):
         run1 = hand / "runs/torch/lstm-eager@epochs=2,max_train_samples=128"
         assert str(run1) in first and "replaces" not in first, first
         second = run_by_hand(base, port, token, "torch/lstm.ipynb", tiny + "lr = 0.002\n", clone)
-        run2 = hand / "runs/torch/lstm-eager@epochs=2,lr=0.002,max_train_samples=128"
+        run2 = hand / "runs/torch/lstm-eager@epochs=2+lr=0.002+max_train_samples=128"
         assert str(run2) in second and "replaces" not in second, second
         # the same parameters again replace the first run, and say so
         r1_before = json.loads((run1 / "result.json").read_text())
@@ -255,6 +255,10 @@ def test_hand_runs_are_kept_apart_by_their_parameters(tmp_path, capsys):
     assert default["dir"] == tmp_path / "runs/torch/lstm-eager" and default["changed"] == {}
     a = record.hand_run_folder("torch", "lstm", "graph", "gpu", dict(d, epochs=20.0, lr=3e-4), root=tmp_path)
     assert a["dir"].name == "lstm-graph-gpu@lr=0.0003" and a["changed"] == {"lr": 3e-4}   # 20.0 == 20: not changed
+    two = record.hand_run_folder("torch", "lstm", "eager", "cpu", dict(d, epochs=2, lr=0.002), root=tmp_path)
+    assert two["dir"].name == "lstm-eager@epochs=2+lr=0.002"  # never a comma: Paddle's dy2static splits paths on it
+    plus = record.hand_run_folder("torch", "lstm", "eager", "cpu", dict(d, series="a+b"), root=tmp_path)
+    assert re.fullmatch(r"lstm-eager@p[0-9a-f]{10}", plus["dir"].name)  # a value holding the separator: a hash
     odd = record.hand_run_folder("torch", "lstm", "eager", "cpu", dict(d, series="my data/x"), root=tmp_path)
     assert re.fullmatch(r"lstm-eager@p[0-9a-f]{10}", odd["dir"].name)
     other = record.hand_run_folder("torch", "lstm", "eager", "cpu", dict(d, series="my data/y"), root=tmp_path)

@@ -14,7 +14,7 @@ from frameval.plan import PlanError, build_plan
 @pytest.mark.fast
 def test_a_comma_list_expands_into_one_run_per_value_for_every_framework():
     runs = build_plan("torch,tf", "lenet", "graph", "cpu", "quick", ["batch_size=16,64", "threads=1,2"])
-    assert [r.name for r in runs] == [f"{fw}/lenet-graph@batch_size={b},threads={t}"
+    assert [r.name for r in runs] == [f"{fw}/lenet-graph@batch_size={b}+threads={t}"
                                       for fw in ("torch", "tensorflow") for b in (16, 64) for t in (1, 2)]
     assert [(r.params["batch_size"], r.params["threads"]) for r in runs[:4]] == [(16, 1), (16, 2), (64, 1), (64, 2)]
     assert all(r.sweep == {"batch_size": r.params["batch_size"], "threads": r.params["threads"]} for r in runs)
@@ -98,12 +98,12 @@ def _section(out):
 def test_a_real_sweep_gives_one_run_per_value_and_the_failed_value_stays(sweep):
     p, res = sweep["proc"], sweep["results"]
     assert p.returncode == 1, p.stdout[-3000:] + p.stderr[-3000:]  # two values failed, on purpose
-    names = {f"lenet-eager@batch_size={b},threads={t}" for b in (16, 64) for t in (1, 2)}
+    names = {f"lenet-eager@batch_size={b}+threads={t}" for b in (16, 64) for t in (1, 2)}
     assert {f.parent.name for f in (sweep["out"] / "runs" / "torch").glob("*/result.json")} == names
     for fw in ("torch", "tensorflow"):
         for b in (16, 64):
             for t in (1, 2):
-                r = json.loads((sweep["out"] / "runs" / fw / f"lenet-eager@batch_size={b},threads={t}" / "result.json").read_text())
+                r = json.loads((sweep["out"] / "runs" / fw / f"lenet-eager@batch_size={b}+threads={t}" / "result.json").read_text())
                 assert (r["params"]["batch_size"], r["params"]["threads"]) == (b, t)
                 want = "failed" if (fw, t) == ("tensorflow", 2) else "ok"
                 assert r["status"] == want, (fw, b, t, r.get("error"))
@@ -126,7 +126,7 @@ def test_the_scaling_tables_equal_the_result_files(sweep):
         fw = "torch" if label.startswith("PyTorch") else "tensorflow"
         t = int(label.rsplit("=", 1)[1])
         for b, c in zip((16, 64), cells):
-            r = json.loads((out / "runs" / fw / f"lenet-eager@batch_size={b},threads={t}" / "result.json").read_text())
+            r = json.loads((out / "runs" / fw / f"lenet-eager@batch_size={b}+threads={t}" / "result.json").read_text())
             if r["status"] == "ok":
                 assert c["v"] == pytest.approx(r["samples_per_s"])
                 share = r["samples_per_s"] * flops.training_flops("lenet") / 1e9 / (
@@ -135,10 +135,10 @@ def test_the_scaling_tables_equal_the_result_files(sweep):
             else:
                 assert c["v"] is None and c["cls"] == "flag" and "RuntimeError" in c["t"]
     mem = {line[0]["t"]: line[1:] for line in part["memory"]["rows"]}
-    r = json.loads((out / "runs" / "torch" / "lenet-eager@batch_size=64,threads=1" / "result.json").read_text())
+    r = json.loads((out / "runs" / "torch" / "lenet-eager@batch_size=64+threads=1" / "result.json").read_text())
     assert mem["PyTorch eager, threads=1"][1]["v"] == pytest.approx(r["peak_rss_mb"])
     threads = {line[0]["t"]: line for line in part["threads"]["rows"]}
-    a, b = (json.loads((out / "runs" / "torch" / f"lenet-eager@batch_size=16,threads={t}" / "result.json").read_text())
+    a, b = (json.loads((out / "runs" / "torch" / f"lenet-eager@batch_size=16+threads={t}" / "result.json").read_text())
             for t in (1, 2))
     speedup = threads["PyTorch eager, batch_size=16"][3]["v"]
     assert speedup == pytest.approx(b["samples_per_s"] / a["samples_per_s"])
@@ -185,5 +185,5 @@ def test_each_value_is_reused_from_its_own_cache_entry(sweep):
     p = run_all(*args, "--out", str(sweep["out"]), "--dry-run")
     assert p.returncode == 0, p.stderr
     lines = {ln.split("] ", 1)[1].split(":")[0]: ln for ln in p.stdout.splitlines() if "] " in ln}
-    assert ": reuse (" in lines["torch/lenet-eager@batch_size=16,threads=1"]
-    assert ": execute (no result yet)" in lines["torch/lenet-eager@batch_size=32,threads=2"]
+    assert ": reuse (" in lines["torch/lenet-eager@batch_size=16+threads=1"]
+    assert ": execute (no result yet)" in lines["torch/lenet-eager@batch_size=32+threads=2"]

@@ -70,11 +70,11 @@ def machine_info() -> dict:
 # A notebook run by hand (JupyterLab, no out_dir) writes into hand_runs_dir(),
 # laid out as an output folder of run_all.py: runs/<fw>/<workload>-<mode>[-gpu]
 # and, when parameters differ from the repository notebook's defaults,
-# "@name=value,..." after it (a short hash when that would be long or unsafe).
+# "@name=value+..." after it (a short hash when that would be long or unsafe).
 # The same parameters again replace that run; other parameters get their own folder.
 HAND_SKIP = ("out_dir", "mode", "device", "check")
 HAND_PLAN = files.PLAN
-_SAFE = re.compile(r"[A-Za-z0-9._+-]+")
+_SAFE = re.compile(r"[A-Za-z0-9._-]+")  # no files.TAG_SEP: the pairs must read back
 _MAX_NAME = 64
 
 
@@ -110,8 +110,8 @@ def hand_run_folder(framework: str, workload: str, mode: str, device: str, param
                                              if k not in defaults or not _same(v, defaults[k])}
     name = files.run_folder(workload, mode, device)
     if changed:
-        suffix = ",".join(f"{k}={_token(v)}" for k, v in sorted(changed.items()))
-        if len(suffix) > _MAX_NAME or not all(_SAFE.fullmatch(p) for kv in suffix.split(",") for p in kv.split("=", 1)):
+        suffix = files.params_tag(changed)
+        if len(suffix) > _MAX_NAME or not all(_SAFE.fullmatch(_token(x)) for kv in changed.items() for x in kv):
             suffix = "p" + hashlib.sha256(json.dumps(sorted(changed.items()), default=str).encode()).hexdigest()[:10]
         name += "@" + suffix
     d = root / files.RUNS / hand_run_framework(framework) / name
