@@ -158,6 +158,27 @@ def test_the_sweeps_report_shows_scaling_and_every_runs_share_of_peak(sweep):
     assert 'id="scaling-batch-lenet"' in html and 'id="scaling-threads-lenet"' in html
 
 
+def test_the_swept_settings_are_no_difference_between_frameworks(sweep):
+    """Batch size and threads vary on purpose: the audit compares the frameworks at
+    each value, so neither (nor the threads in effect that follow from them) is
+    flagged, while the audit still shows every run's own value."""
+    from frameval.report.i18n import Strings
+    S = Strings("en")
+    md = (sweep["out"] / "report.md").read_text(encoding="utf-8")
+    flags = md.split("### Failures and flags", 1)[1].split("###", 1)[0]
+    assert S("set_batch_size") not in flags and S("audit_threads_effective") not in flags
+    assert "settings differ between frameworks" not in flags
+    rows, _ = _section(sweep["out"])
+    from frameval.report.audit import audit_table, varied_keys, value_groups
+    ok = [w for w in rows if w["ok"]]
+    assert varied_keys(ok, ["batch_size", "threads", "lr"]) == ["batch_size", "threads"]
+    groups = value_groups(ok, ["batch_size", "threads", "lr"])
+    assert all(len({(ok[i].result.params["batch_size"], ok[i].result.params["threads"]) for i in g}) == 1 for g in groups)
+    table = audit_table("lenet", ok, S)["table"]
+    batch = next(r for r in table["rows"] if r[0]["v"] == "batch_size")
+    assert sorted({c["v"] for c in batch[2:-1]}) == [16, 64] and not any(c["cls"] == "flag" for c in batch)
+
+
 @pytest.mark.fast
 def test_no_sweep_no_scaling_section_and_no_peak_without_a_probe(tmp_path):
     """A report of runs with one batch size and one thread count has no scaling

@@ -37,17 +37,50 @@ def audit_table(workload, rows, S) -> dict:
     body = _param_rows(workload, rows, S, flags, structural)
     keys = list(AUDIT_KEYS)
     keys += sorted({str(k) for w in rows for k in w.result.settings if k not in keys and k not in NOT_COMPARED})
+    groups = value_groups(rows, keys)
     for key in keys:
-        line = _setting_row(key, rows, SPEC_SETTINGS.get(workload, {}), S, flags)
+        line = _setting_row(key, rows, SPEC_SETTINGS.get(workload, {}), S, flags, groups)
         if line:
             body.append(line)
-    for make in (_threads_row, _scope_row, _compiled_row):
+    line = _threads_row(rows, S, flags, groups)
+    if line:
+        body.append(line)
+    for make in (_scope_row, _compiled_row):
         line = make(rows, S, flags)
         if line:
             body.append(line)
     notes = [(w["label"], w.result.compile_note) for w in rows if w["mode"] == "graph" and w.result.compile_note]
     return {"table": {"id": f"audit-{workload}", "headers": heads, "rows": body, "sortable": False},
             "flags": flags, "structural": structural, "compile_notes": notes}
+
+
+def varied_keys(rows, keys) -> list:
+    """The settings the user varied on purpose: those that take several values
+    among one framework's runs (a sweep, or runs merged from folders run with
+    other parameters). The Variant column names them; they are no difference
+    between frameworks."""
+    by_fw: dict = {}
+    for w in rows:
+        by_fw.setdefault((w["fw"], w["mode"], w["device"]), []).append(w)
+    return [k for k in keys
+            if any(len({fmt.value(audit_value(w.result, k)) for w in g}) > 1 for g in by_fw.values())]
+
+
+def value_groups(rows, keys) -> list:
+    """The runs compared with each other: [[row index]], one group per value of
+    the varied settings (all the runs, where nothing was varied). A setting
+    differs when two runs of one group disagree: in a sweep, the frameworks are
+    compared at each value, never one value against another."""
+    varied = varied_keys(rows, keys)
+    groups: dict = {}
+    for i, w in enumerate(rows):
+        groups.setdefault(tuple(fmt.value(audit_value(w.result, k)) for k in varied), []).append(i)
+    return list(groups.values())
+
+
+def _differ_within(values, groups, same=lambda v: v) -> bool:
+    """Whether two recorded (not None) values of one group differ, by `same`."""
+    return any(len({same(values[i]) for i in g if values[i] is not None}) > 1 for g in groups)
 
 
 def _verdict(ok: bool, bad_text: str):
@@ -104,8 +137,9 @@ def _setting_cell(key, v, src, differ, spec, S):
     return cell(t, v if not isinstance(v, (list, dict)) else fmt.value(v), cls, title)
 
 
-def _setting_row(key, rows, spec, S, flags):
+def _setting_row(key, rows, spec, S, flags, groups=None):
     vals = [audit_value(w.result, key) for w in rows]
+    groups = groups or [list(range(len(rows)))]
     if all(v is None for v in vals) and key not in spec:
         return None
     sources = [w.result.settings_source.get(key) for w in rows]
@@ -114,7 +148,7 @@ def _setting_row(key, rows, spec, S, flags):
     unreadable = [v is None and src in UNREADABLE for v, src in zip(vals, sources)]
     recorded = [v for v in vals if v is not None]
     distinct = {fmt.value(v) for v in recorded}
-    differ = len({_same_key(key, v) for v in recorded}) > 1
+    differ = _differ_within(vals, groups, lambda v: _same_key(key, v))
     name = S("set_" + key) if ("set_" + key) in S.raw else key
     line = [cell(name, key), cell(fmt.value(spec[key]) if key in spec else "—", spec.get(key))]
     for v, src, nr in zip(vals, sources, unreadable):
@@ -162,7 +196,7 @@ def _threads_cell(w, e, S, flags):
     return cell(t, t, cls, "; ".join(x for x in tips if x))
 
 
-def _threads_row(rows, S, flags):
+def _threads_row(rows, S, flags, groups=None):
     """The threads in effect (read back from the framework), flagged when two
     readable counts differ between runs, or differ from the number requested.
     Compared part by part (intra, inter) over the readable values only: a
@@ -176,7 +210,8 @@ def _threads_row(rows, S, flags):
         e = w.result.threads_effective
         cells.append(_threads_cell(w, e, S, flags) if e else cell(fmt.NA, None, "na", S("tip_threads_not_recorded")))
         counts.append((fmt.num(e.get("intra")), fmt.num(e.get("inter"))) if e else (None, None))
-    differ = any(len({c[i] for c in counts if c[i] is not None}) > 1 for i in (0, 1))
+    groups = groups or [list(range(len(rows)))]
+    differ = any(_differ_within([c[i] for c in counts], groups) for i in (0, 1))
     readable = [c for c, n in zip(cells, counts) if n != (None, None)]
     if differ:
         for c in readable:
@@ -209,7 +244,10 @@ def _scope_row(rows, S, flags):
     for w, (t, cls, tip) in zip(rows, texts):
         line.append(cell(t, t, "flag" if differ and w["mode"] == "graph" and w.result.graph_scope else cls, tip))
     if differ:
-        flags.append({"kind": "scope", "text": S("flag_scope", items=S.join(f"{w['label']}: {t[0]}" for w, t in graph))})
+        # one item per framework and scope: a sweep's values share their framework's scope
+        items = dict.fromkeys(f"{w['fw_name']} {w['mode']}" + (f" ({w['device'].upper()})" if w["device"] != "cpu" else "")
+                              + f": {t[0]}" for w, t in graph)
+        flags.append({"kind": "scope", "text": S("flag_scope", items=S.join(items))})
         line.append(cell("✗ " + S("verdict_differs"), "differs", "flag"))
     elif any(t[1] in ("warn", "flag") for _, t in graph):
         line.append(cell("≈ " + S("verdict_partial"), "partial", "warn"))
