@@ -278,8 +278,9 @@ class Charts:
                         edgecolor=["black" if it[3] else "#333" for it in items],
                         linewidth=[2.0 if it[3] else 0.5 for it in items],
                         xerr=xerr if any(any(x) for x in xerr) else None, capsize=2, error_kw={"elinewidth": 0.8})
-                for y, it in zip(ys, items):
-                    ax.annotate(fmt.sig(it[1]), (plottable(it[1]), y), va="center", ha="left", fontsize=7, xytext=(2, 0),
+                for y, it, v, (_, hi) in zip(ys, items, vals, iv):
+                    # beyond the whisker's end, so the figure never sits on the bar's interval
+                    ax.annotate(fmt.sig(it[1]), (max(v, hi), y), va="center", ha="left", fontsize=7, xytext=(3, 0),
                                 textcoords="offset points")
                 ax.set_yticks(ys)
                 ax.set_yticklabels([it[0] for it in items], fontsize=8)
