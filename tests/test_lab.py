@@ -183,7 +183,7 @@ def test_teaching_session_ends_in_a_report_and_the_clone_stays_clean(tmp_path):
 
         tiny = "epochs = 2\nmax_train_samples = 128\nmode = 'eager'\n"
         first = run_by_hand(base, port, token, "torch/lstm.ipynb", tiny, clone)
-        run1 = hand / "runs/torch/lstm-eager@epochs=2,max_train_samples=128"
+        run1 = hand / "runs/torch/lstm-eager@epochs=2+max_train_samples=128"
         assert str(run1) in first and "replaces" not in first, first
         second = run_by_hand(base, port, token, "torch/lstm.ipynb", tiny + "lr = 0.002\n", clone)
         run2 = hand / "runs/torch/lstm-eager@epochs=2+lr=0.002+max_train_samples=128"

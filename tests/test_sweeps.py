@@ -208,3 +208,21 @@ def test_each_value_is_reused_from_its_own_cache_entry(sweep):
     lines = {ln.split("] ", 1)[1].split(":")[0]: ln for ln in p.stdout.splitlines() if "] " in ln}
     assert ": reuse (" in lines["torch/lenet-eager@batch_size=16+threads=1"]
     assert ": execute (no result yet)" in lines["torch/lenet-eager@batch_size=32+threads=2"]
+
+
+def test_overhead_bound_series_are_those_whose_samples_per_s_rise_1_5_fold(sweep):
+    """Within one batch series the peak is the same (one thread count), so the
+    share of peak rises as samples/s does: the series named overhead-bound are
+    exactly those whose result files' samples/s rise 1.5-fold from batch 16 to 64."""
+    from frameval.report.scaling import OVERHEAD_RISE, batch_series, overhead_bound
+    rows, _ = _section(sweep["out"])
+    expect = set()
+    for g in batch_series(rows):
+        lo, hi = g["points"][0][1], g["points"][-1][1]
+        if lo["ok"] and hi["ok"] and hi.result.samples_per_s / lo.result.samples_per_s >= OVERHEAD_RISE:
+            expect.add(g["label"])
+    assert {g["label"] for g, _, _ in overhead_bound(rows)} == expect
+    md = (sweep["out"] / "report.md").read_text(encoding="utf-8")
+    assert ("Overhead-bound at small batches" in md) == bool(expect)
+    for label in expect:
+        assert f"{label} " in md.split("Overhead-bound at small batches", 1)[1].split("\n", 1)[0]

@@ -71,6 +71,20 @@ def peak_text(by_source, S) -> list:
     return out or [S("peak_none")]
 
 
+def overhead_bound(wrows) -> list:
+    """[(series, share at its smallest batch, share at its largest)]: the batch
+    series whose share of peak rises at least OVERHEAD_RISE-fold from the
+    smallest batch size to the largest. Per-step costs (kernel launches, Python,
+    the framework's dispatch), not arithmetic, set their speed at small batches;
+    a series whose share stays flat is as far from the limit at every size."""
+    out = []
+    for g in batch_series(wrows):
+        a, b = g["points"][0][1].get("peak_share"), g["points"][-1][1].get("peak_share")
+        if a and b and b / a >= OVERHEAD_RISE:
+            out.append((g, a, b))
+    return out
+
+
 def peak_findings(wl, wrows, S) -> list:
     """The run closest to the machine's limit; overhead-bound where the share
     of peak is small and rises with batch size."""
@@ -80,14 +94,11 @@ def peak_findings(wl, wrows, S) -> list:
     best = max(got, key=lambda w: w["peak_share"])
     text = S("finding_peak", workload=wl_name(S, wl), run=best["label"], gflops=fmt.sig(best["gflops"]),
              share=fmt.sig(best["peak_share"] * 100, 2), peak=fmt.sig(best["peak"]))
-    rise = [s for s in batch_series(wrows) if len(s["points"]) > 1]
-    shares = [(s, s["points"][0][1].get("peak_share"), s["points"][-1][1].get("peak_share")) for s in rise]
-    shares = [(s, a, b) for s, a, b in shares if a and b]
-    if shares and all(b / a >= OVERHEAD_RISE for _, a, b in shares):
-        # the words quote the series of the run closest to the limit, where it is one of them
-        s, lo, hi = next((x for x in shares if any(w is best for _, w in x[0]["points"])), shares[0])
-        text += " " + S("finding_overhead", lo=fmt.sig(lo * 100, 2), hi=fmt.sig(hi * 100, 2), run=s["label"],
-                        b0=fmt.integer(s["points"][0][0]), b1=fmt.integer(s["points"][-1][0]), n=len(shares))
+    bound = overhead_bound(wrows)
+    if bound:
+        items = S.join(S("overhead_item", run=g["label"], lo=fmt.sig(a * 100, 2), hi=fmt.sig(b * 100, 2),
+                         b0=fmt.integer(g["points"][0][0]), b1=fmt.integer(g["points"][-1][0])) for g, a, b in bound)
+        text += " " + S("finding_overhead", items=items, n=len(bound), of=len(batch_series(wrows)))
     return [{"kind": "speed", "text": text, "anchor": f"wl-{wl}"}]
 
 
