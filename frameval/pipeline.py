@@ -183,7 +183,7 @@ class Pipeline:
                 parts = execute.key_parts(run, user_keys[run.fw_key])
             else:
                 parts = execute.key_parts(run, env.freeze if env.ready else "")
-            d = results.run_dir(self.out, run.fw_key, run.workload, run.mode, run.device, run.repeat, run.tag)
+            d = results.planned_dir(self.out, run)
             dec = execute.decide(run, d, parts, self.config.forced(run))
             extra = "" if env.ready or run.fw_key in users else " (environment not built yet)"
             n_execute += dec.execute
@@ -197,7 +197,7 @@ class Pipeline:
         (Job or None, ok). A run whose environment did not build is recorded
         failed; one the cache reuses is marked reused; one that must execute
         becomes a Job."""
-        d = results.run_dir(self.out, run.fw_key, run.workload, run.mode, run.device, run.repeat, run.tag)
+        d = results.planned_dir(self.out, run)
         env = env_by_fw.get(run.fw_key)
         label = f"[{i}/{len(self.runs)}] {run.name}" + ("" if run.repeat == 1 else f" repeat {run.repeat}")
         if not isinstance(env, envs.Env):

@@ -152,6 +152,12 @@ def mark_reused(d: Path) -> dict:
     return res
 
 
+def planned_dir(out: Path, run, repeat: int | None = None) -> Path:
+    """The folder of a planned run (plan.Run): the one place its fields become a
+    path, so a new axis of the plan (a sweep's tag) reaches every reader at once."""
+    return run_dir(out, run.fw_key, run.workload, run.mode, run.device, run.repeat if repeat is None else repeat, run.tag)
+
+
 def merge_repeats(out: Path, runs, repeats: int) -> None:
     """Put every ok repeat's steady epoch time into the first repeat's result."""
     if repeats <= 1:
@@ -159,12 +165,12 @@ def merge_repeats(out: Path, runs, repeats: int) -> None:
     for run in (r for r in runs if r.repeat == 1):
         steady = []
         for k in range(1, repeats + 1):
-            p = run_dir(out, run.fw_key, run.workload, run.mode, run.device, k, run.tag) / RESULT
+            p = planned_dir(out, run, k) / RESULT
             if p.exists():
                 r = read_result(p)
                 if r.get("status") == "ok":
                     steady.append(r.get("steady_epoch_s"))
-        first = run_dir(out, run.fw_key, run.workload, run.mode, run.device, tag=run.tag)
+        first = planned_dir(out, run, 1)
         if (first / RESULT).exists():
             r = read_result(first / RESULT)
             r["repeats"] = steady
@@ -174,12 +180,12 @@ def merge_repeats(out: Path, runs, repeats: int) -> None:
 def any_failed(out: Path, runs) -> bool:
     """Any planned run whose result is missing or not ok (other runs in the folder do not count)."""
     for run in runs:
-        p = run_dir(out, run.fw_key, run.workload, run.mode, run.device, run.repeat, run.tag) / RESULT
+        p = planned_dir(out, run) / RESULT
         if not p.exists() or read_result(p).get("status") != "ok":
             return True
     return False
 
 
-__all__ = ["run_dir", "read_result", "load_runs", "failure_record", "load_partial", "clear_for_run",
+__all__ = ["run_dir", "planned_dir", "read_result", "load_runs", "failure_record", "load_partial", "clear_for_run",
            "record_failure", "finished_record", "complete", "mark_reused", "merge_repeats", "any_failed",
            "RESULT", "PARTIAL", "WORK"]

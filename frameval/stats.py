@@ -143,6 +143,16 @@ def _side(runs, rng, statistic):
     return statistic([statistic([w[rng.randrange(len(w))] for _ in w]) for w in picked])
 
 
+def _interval(theta: float, reps: list, point: float | None) -> tuple:
+    """(centre, low, high) from log-scale bootstrap replicates around the estimate
+    theta: the 95% percentile interval, shifted to `point` where given (the
+    figure the tables show), back on the linear scale."""
+    reps = sorted(reps)
+    lo_q, hi_q = reps[int((1 - CONFIDENCE) / 2 * len(reps))], reps[int((1 + CONFIDENCE) / 2 * len(reps)) - 1]
+    centre = math.log(point) if point else theta
+    return math.exp(centre), math.exp(centre + lo_q - theta), math.exp(centre + hi_q - theta)
+
+
 def speed_interval(best_runs, runs, between_sd: float = BETWEEN_RUN_SD, draws: int = BOOTSTRAP_DRAWS,
                    seed: int = 0, point: float | None = None) -> dict | None:
     """How many times slower `runs` are than `best_runs` per sample (the ratio
@@ -163,12 +173,10 @@ def speed_interval(best_runs, runs, between_sd: float = BETWEEN_RUN_SD, draws: i
     med = statistics.median
     theta = math.log(med([med(w) for w in best_runs]) / med([med(w) for w in runs]))
     widen = math.sqrt(sum(between_sd ** 2 for side in (best_runs, runs) if len(side) == 1))
-    reps = sorted(math.log(_side(best_runs, rng, med) / _side(runs, rng, med)) + rng.gauss(0.0, widen)
-                  for _ in range(draws))
-    lo_q, hi_q = reps[int((1 - CONFIDENCE) / 2 * draws)], reps[int((1 + CONFIDENCE) / 2 * draws) - 1]
-    centre = math.log(point) if point else theta
-    lo, hi = math.exp(centre + lo_q - theta), math.exp(centre + hi_q - theta)
-    return {"ratio": math.exp(centre), "lo": lo, "hi": hi, "verdict": "slower" if lo > 1 else "within_noise",
+    reps = [math.log(_side(best_runs, rng, med) / _side(runs, rng, med)) + rng.gauss(0.0, widen)
+            for _ in range(draws)]
+    centre, lo, hi = _interval(theta, reps, point)
+    return {"ratio": centre, "lo": lo, "hi": hi, "verdict": "slower" if lo > 1 else "within_noise",
             "widened": widen > 0, "runs": (len(best_runs), len(runs)),
             "windows": (sum(map(len, best_runs)), sum(map(len, runs)))}
 
@@ -187,8 +195,7 @@ def rate_interval(runs, between_sd: float = BETWEEN_RUN_SD, draws: int = BOOTSTR
     med = statistics.median
     theta = math.log(med([med(w) for w in runs]))
     widen = between_sd if len(runs) == 1 else 0.0
-    reps = sorted(math.log(_side(runs, rng, med)) + rng.gauss(0.0, widen) for _ in range(draws))
-    lo_q, hi_q = reps[int((1 - CONFIDENCE) / 2 * draws)], reps[int((1 + CONFIDENCE) / 2 * draws) - 1]
-    centre = math.log(point) if point else theta
-    return {"rate": math.exp(centre), "lo": math.exp(centre + lo_q - theta), "hi": math.exp(centre + hi_q - theta),
+    reps = [math.log(_side(runs, rng, med)) + rng.gauss(0.0, widen) for _ in range(draws)]
+    centre, lo, hi = _interval(theta, reps, point)
+    return {"rate": centre, "lo": lo, "hi": hi,
             "widened": widen > 0, "runs": len(runs), "windows": sum(map(len, runs))}
