@@ -26,13 +26,12 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import files, results
+from . import cpu, files, results, sources
 from . import notebook as nbfile
 from .envs import jupyter_env
 from .paths import REPO, data_cache_dir
 from .plan import Run
 
-NB_MODULE = REPO / "frameval" / "nb"
 
 
 # ------------------------------------------------------------------ cache key
@@ -53,16 +52,20 @@ def key_parts(run: Run, freeze: str) -> dict:
     """Everything that decides a run's result, each part hashed on its own so
     that --dry-run can say which part changed."""
     nb = nbfile.read(run.notebook)
-    support = NB_MODULE.parent / "fw" / f"{run.framework}_support.py"
-    nb_module = b"".join(p.read_bytes() for p in sorted(NB_MODULE.glob("*.py")) + [support] if p.exists())
+    # every frameval file the kernel imports, by path and content (frameval/sources.py)
+    side = b"".join(str(p.relative_to(REPO)).encode() + b"\0" + p.read_bytes()
+                    for p in sources.notebook_side(run.framework))
     params = {k: v for k, v in run.params.items() if k != "out_dir"}
     return {
         "code": _sha(nbfile.code_hash_text(nb)),
         "params": _sha(json.dumps(params, sort_keys=True, default=str)),
         "environment": _sha(freeze or "unbuilt"),
-        "frameval": _sha(nb_module),
+        "frameval": _sha(side),
         "data": data_checksum(run),
         "run": f"{run.device}/{run.mode}/{run.profile}/r{run.repeat}",
+        # a figure measured on another CPU, or under other instruction-set caps, is not this machine's
+        "cpu": _sha(json.dumps(cpu.identity(), sort_keys=True)),
+        "isa caps": _sha(json.dumps(cpu.caps(), sort_keys=True)),
     }
 
 

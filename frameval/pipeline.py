@@ -227,7 +227,9 @@ class Pipeline:
         if self.config.executor == "local" and (jobs or not (self.out / probe.MACHINE).exists()):
             # the machine's peak, just before the runs it is set against (runs all reused: theirs stays;
             # on Slurm the runs' nodes are not this machine, so none is measured)
-            probe.record(self.out, self.say)
+            cpu_envs = {k: e for k, e in env_by_fw.items() if isinstance(e, envs.Env)} \
+                if self.config.device == "cpu" else None  # the GPU's ceilings are the GPU issue's
+            probe.record(self.out, self.say, cpu_envs)
         failed |= self.executor.execute(self.context(), jobs)
         results.merge_repeats(self.out, self.runs, self.config.repeats)
         return failed or results.any_failed(self.out, self.runs)

@@ -6,7 +6,15 @@ before the runs; the report sets every run's achieved GFLOP/s against it.
 
 Each figure is the best of a few repeats (a peak, not a typical value), each
 thread count in its own child process: BLAS reads its thread count from the
-environment when it loads, so a child is the one sure way to pin it.
+environment when it loads, so a child is the one sure way to pin it. The
+children run with every instruction-set cap removed (`frameval/cpu.py`): a
+machine that exports `OPENBLAS_CORETYPE=Haswell` would otherwise measure half
+an AVX-512 CPU, and a run could then reach "123% of the peak". The caps that
+were set are recorded; the runs themselves keep them.
+
+The machine's figure is the best of numpy's BLAS and each framework's own
+matrix product (`frameval/ceilings.py`, measured in the frameworks' environments),
+and names the library that reached it.
 """
 from __future__ import annotations
 
@@ -17,13 +25,13 @@ import sys
 import time
 from pathlib import Path
 
-from . import files
+from . import ceilings, cpu, files
 
 MACHINE = "machine.json"  # <out>/machine.json
 MATMUL_N = 2048           # 17 GFLOP a product: ~0.1-0.2 s on one core of this machine, near BLAS's peak
 COPY_MB = 128             # well beyond any cache
 REPEATS = 2
-THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS")
+THREAD_VARS = cpu.THREAD_VARS
 
 
 def matmul_gflops(n: int = MATMUL_N, repeats: int = REPEATS) -> float:
@@ -37,13 +45,23 @@ def matmul_gflops(n: int = MATMUL_N, repeats: int = REPEATS) -> float:
     return 2 * n ** 3 / best / 1e9
 
 
-def copy_gbs(mb: int = COPY_MB, repeats: int = REPEATS) -> float:
-    """Best GB/s of copying `mb` MB between two arrays (read + write: 2 x mb moved)."""
+def copy_gbs(mb: int = COPY_MB, repeats: int = REPEATS, threads: int | None = None) -> float:
+    """Best GB/s of copying `mb` MB between two arrays (read + write: 2 x mb moved),
+    split into one slice per thread, copied at once: numpy.copyto is one thread
+    and releases the GIL, so `threads` threads keep every core's loads busy."""
     import numpy as np
+    from concurrent.futures import ThreadPoolExecutor
+    n = max(1, threads or int(os.environ.get("OMP_NUM_THREADS") or 1))
     src = np.ones(mb * 2 ** 20 // 4, dtype=np.float32)
     dst = np.empty_like(src)
     np.copyto(dst, src)  # both pages touched before timing
-    best = min(_timed(lambda: np.copyto(dst, src)) for _ in range(repeats))
+    cuts = [len(src) * i // n for i in range(n + 1)]
+    parts = [(dst[a:b], src[a:b]) for a, b in zip(cuts, cuts[1:])]
+    with ThreadPoolExecutor(n) as pool:
+        def once():
+            list(pool.map(lambda p: np.copyto(*p), parts))
+        once()  # the threads started before timing
+        best = min(_timed(once) for _ in range(repeats))
     return 2 * src.nbytes / best / 1e9
 
 
@@ -53,15 +71,18 @@ def _timed(fn) -> float:
     return time.perf_counter() - t0
 
 
-def _child(threads: int, what: str) -> float | None:
-    """One figure measured in a child process whose BLAS has `threads` threads."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[1]),
-                                                                        os.environ.get("PYTHONPATH", "")])))
+def _child(threads: int, what: str):
+    """One figure measured in a child process whose BLAS has `threads` threads,
+    with every instruction-set cap removed: the machine, not a cap some older
+    library needed."""
+    env = cpu.uncapped(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[1]),
+                                                      env.get("PYTHONPATH", "")]))
     env.update({v: str(threads) for v in THREAD_VARS})
-    code = f"from frameval.probe import {what}; print({what}())"
+    code = f"import json; from frameval.probe import {what}; print(json.dumps({what}()))"
     try:
-        p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=30)
-        return float(p.stdout.strip().splitlines()[-1]) if p.returncode == 0 else None
+        p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+        return json.loads(p.stdout.strip().splitlines()[-1]) if p.returncode == 0 else None
     except (OSError, ValueError, IndexError, subprocess.TimeoutExpired):
         return None
 
@@ -73,44 +94,60 @@ def _load() -> list | None:
         return None
 
 
-def measure() -> dict:
-    """The figures, how they were measured, and the machine's load around them."""
+def measure(env_by_fw: dict | None = None, say=print) -> dict:
+    """The figures, how they were measured, the caps that were removed for them,
+    and the machine's load around them. With `env_by_fw` ({fw_key: Env}), each
+    framework's own GEMM too, and the machine's peak is the best of all."""
     import numpy as np
     cores = os.cpu_count() or 1
     t0, load = time.perf_counter(), _load()
     one = _child(1, "matmul_gflops")
     every = _child(cores, "matmul_gflops") if cores > 1 else one
     bw = _child(cores, "copy_gbs")
+    blas = _child(1, "blas_name") or "unknown"
+    fws = ceilings.measure(env_by_fw, cores, say) if env_by_fw else {}
+    numpy_name = f"numpy ({blas})"
+    peak1, lib1 = ceilings.best(one, numpy_name, fws, "gflops_1")
+    peak_all, lib_all = ceilings.best(every, numpy_name, fws, "gflops_all")
     return {
-        "peak_gflops_1": one, "peak_gflops_all": every, "threads_all": cores, "bandwidth_gbs": bw,
-        "method": {"matmul": f"numpy.matmul, float32 {MATMUL_N}x{MATMUL_N} @ {MATMUL_N}x{MATMUL_N} "
-                             f"(2n^3 FLOPs), best of {REPEATS} after a warm-up, one child process per thread count "
-                             f"({', '.join(THREAD_VARS)})",
-                   "copy": f"numpy.copyto of {COPY_MB} MB float32 (read + write counted), best of {REPEATS}",
-                   "numpy": np.__version__, "blas": _blas_name()},
+        "peak_gflops_1": peak1, "peak_gflops_all": peak_all, "peak_library_1": lib1, "peak_library_all": lib_all,
+        "threads_all": cores, "bandwidth_gbs": bw, "numpy_gflops_1": one, "numpy_gflops_all": every,
+        "frameworks": fws, "cpu": cpu.identity(), "isa_caps": cpu.caps(),
+        "method": {"matmul": f"float32 {MATMUL_N}x{MATMUL_N} @ {MATMUL_N}x{MATMUL_N} (2n^3 FLOPs): numpy.matmul, "
+                             f"best of {REPEATS} after a warm-up, one child process per thread count "
+                             f"({', '.join(THREAD_VARS)}) with every instruction-set cap removed; each "
+                             "framework's own product in its environment as its runs see it (frameval/fw/gemm.py); "
+                             "the peak is the best of all",
+                   "copy": f"numpy.copyto of {COPY_MB} MB float32 in {cores} slices on {cores} threads "
+                           f"(read + write counted), best of {REPEATS}",
+                   "numpy": np.__version__, "blas": blas},
         "gpu": None,  # the same on the device with the framework's own product: not built yet
         "load_before": load, "load_after": _load(), "seconds": round(time.perf_counter() - t0, 2),
         "measured": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
 
 
-def _blas_name() -> str:
+def blas_name() -> str:
+    """numpy's BLAS, its version and the kernel set it chose (threadpoolctl's architecture)."""
     try:
         from threadpoolctl import threadpool_info
         libs = [i for i in threadpool_info() if i.get("user_api") == "blas"]
-        return ", ".join(f"{i.get('internal_api')} {i.get('version')}" for i in libs) or "unknown"
+        return ", ".join(f"{i.get('internal_api')} {i.get('version')}"
+                         + (f" {i['architecture']}" if i.get("architecture") else "") for i in libs) or "unknown"
     except Exception:  # noqa: BLE001 - the name is a courtesy; the figures stand without it
         return "unknown"
 
 
-def record(out, say=print) -> dict:
-    """Measure and write `<out>/machine.json`; one line said."""
-    m = measure()
+def record(out, say=print, env_by_fw: dict | None = None) -> dict:
+    """Measure and write `<out>/machine.json`; a line or two said."""
+    m = measure(env_by_fw, say)
     files.atomic_write_json(Path(out) / MACHINE, m)
     fmt = lambda v, u: "n/a" if v is None else f"{v:,.1f} {u}"  # noqa: E731
+    caps = ", ".join(f"{k}={v}" for k, v in m["isa_caps"].items())
     say(f"frameval: this machine's peak: {fmt(m['peak_gflops_1'], 'GFLOP/s')} on 1 thread, "
-        f"{fmt(m['peak_gflops_all'], 'GFLOP/s')} on {m['threads_all']}, copy {fmt(m['bandwidth_gbs'], 'GB/s')} "
-        f"(numpy float32, {m['seconds']:.1f} s; load {m['load_before']})")
+        f"{fmt(m['peak_gflops_all'], 'GFLOP/s')} on {m['threads_all']} ({m['peak_library_all']}), "
+        f"copy {fmt(m['bandwidth_gbs'], 'GB/s')} ({m['seconds']:.1f} s; load {m['load_before']})"
+        + (f"; measured without the caps set here ({caps}), which the runs keep" if caps else ""))
     return m
 
 

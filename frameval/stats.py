@@ -14,7 +14,8 @@ float64 reference differ by more than the check's tolerance computes a
 different function.
 
 Pure functions of numbers and check records: the report's tables that show
-them are in frameval/report/comparison.py.
+them are in frameval/report/comparison.py. A ranking's speed ratios and their
+intervals are frameval/speed.py's, the one speed estimate.
 """
 from __future__ import annotations
 
@@ -118,84 +119,3 @@ def check_change(check_a, check_b) -> dict:
         over.append(("ok", "check", float("inf"), None))
     over.sort(key=lambda x: -x[2])
     return {"different": bool(over), "worst": over[0] if over else worst}
-
-
-# ------------------------------------------------------------------ how far a speed ranking can be trusted
-# Between separate processes one run's samples/s varies more than its timing
-# windows do inside one process (thread placement, the machine's other load):
-# two default reports once ranked LeNet's fastest two in opposite orders, each
-# with tight windows. The log standard deviation of samples/s between separate
-# kernels, measured on this 2-core VM with nothing else running: two default
-# reports (python3 run_all.py, then --force), 21 runs each, pooled over the 21
-# pairs (median |log ratio| 0.058; the tail is heavy: torch's LSTM ran at 30,242
-# and 16,625 samples/s, MindSpore's LeNet at 5,390 and 3,450, with other
-# processes under 1% of the CPUs both times). A side measured in a single run
-# has its interval widened by it; with repeats (--repeats), resampling the
-# repeats sees that variation itself, tails included.
-BETWEEN_RUN_SD = 0.128
-CONFIDENCE = 0.95
-BOOTSTRAP_DRAWS = 2000
-
-
-def _side(runs, rng, statistic):
-    """One bootstrap replicate of a side: runs resampled, then each run's windows."""
-    picked = [runs[rng.randrange(len(runs))] for _ in runs]
-    return statistic([statistic([w[rng.randrange(len(w))] for _ in w]) for w in picked])
-
-
-def _interval(theta: float, reps: list, point: float | None) -> tuple:
-    """(centre, low, high) from log-scale bootstrap replicates around the estimate
-    theta: the 95% percentile interval, shifted to `point` where given (the
-    figure the tables show), back on the linear scale."""
-    reps = sorted(reps)
-    lo_q, hi_q = reps[int((1 - CONFIDENCE) / 2 * len(reps))], reps[int((1 + CONFIDENCE) / 2 * len(reps)) - 1]
-    centre = math.log(point) if point else theta
-    return math.exp(centre), math.exp(centre + lo_q - theta), math.exp(centre + hi_q - theta)
-
-
-def speed_interval(best_runs, runs, between_sd: float = BETWEEN_RUN_SD, draws: int = BOOTSTRAP_DRAWS,
-                   seed: int = 0, point: float | None = None) -> dict | None:
-    """How many times slower `runs` are than `best_runs` per sample (the ratio
-    of their samples/s, best over this; 1 is as fast) with its 95% interval.
-
-    Each side is a list of runs, each run the samples/s of its steady timing
-    windows. The interval is a bootstrap over the windows within each run and
-    over the runs, on the log scale, widened by `between_sd` for a side with a
-    single run; it is centred on `point` (the ratio the tables show) where given.
-    The verdict: "slower" when the whole interval lies above 1, else "within
-    noise". None when a side has no window."""
-    best_runs = [list(w) for w in best_runs if w]
-    runs = [list(w) for w in runs if w]
-    if not best_runs or not runs:
-        return None
-    import random
-    rng = random.Random(seed)
-    med = statistics.median
-    theta = math.log(med([med(w) for w in best_runs]) / med([med(w) for w in runs]))
-    widen = math.sqrt(sum(between_sd ** 2 for side in (best_runs, runs) if len(side) == 1))
-    reps = [math.log(_side(best_runs, rng, med) / _side(runs, rng, med)) + rng.gauss(0.0, widen)
-            for _ in range(draws)]
-    centre, lo, hi = _interval(theta, reps, point)
-    return {"ratio": centre, "lo": lo, "hi": hi, "verdict": "slower" if lo > 1 else "within_noise",
-            "widened": widen > 0, "runs": (len(best_runs), len(runs)),
-            "windows": (sum(map(len, best_runs)), sum(map(len, runs)))}
-
-
-def rate_interval(runs, between_sd: float = BETWEEN_RUN_SD, draws: int = BOOTSTRAP_DRAWS, seed: int = 0,
-                  point: float | None = None) -> dict | None:
-    """One side's samples/s (the median over its runs of each run's windows)
-    with its 95% interval: speed_interval's bootstrap for a single side, widened
-    by `between_sd` when it rests on one run; centred on `point` where given.
-    The scaling charts' error bars. None when no run has a window."""
-    runs = [list(w) for w in runs if w]
-    if not runs:
-        return None
-    import random
-    rng = random.Random(seed)
-    med = statistics.median
-    theta = math.log(med([med(w) for w in runs]))
-    widen = between_sd if len(runs) == 1 else 0.0
-    reps = [math.log(_side(runs, rng, med)) + rng.gauss(0.0, widen) for _ in range(draws)]
-    centre, lo, hi = _interval(theta, reps, point)
-    return {"rate": centre, "lo": lo, "hi": hi,
-            "widened": widen > 0, "runs": len(runs), "windows": sum(map(len, runs))}

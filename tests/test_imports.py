@@ -21,7 +21,8 @@ REPO = Path(__file__).resolve().parent.parent
 # today, each standard library only (checked below), so a kernel importing
 # frameval.nb never pulls in the runner's own code and its dependencies.
 # "frameval" is the package's __init__ (nb/record.py reads __version__ there).
-NB_MAY_IMPORT = {"frameval", "frameval.files", "frameval.paths", "frameval.catalog", "frameval.notebook",
+NB_MAY_IMPORT = {"frameval", "frameval.files", "frameval.paths", "frameval.catalog", "frameval.notebook", "frameval.cpu",
+                 "frameval.speed",
                  "frameval.result"}
 
 

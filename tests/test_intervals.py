@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from frameval import stats
+from frameval import speed
 from frameval.report import fmt
 from frameval.report.findings import speed_findings
 from frameval.report.i18n import Strings
@@ -44,8 +44,9 @@ def test_thirty_percent_apart_with_tight_windows_is_ranked():
     """Three repeats a side (separate runs see the between-run spread themselves)."""
     a = [_result("torch", 10_000 * f, 0.01, k, runs_dir=f"r{k}") for k, f in enumerate((1.0, 0.98, 1.02))]
     b = [_result("tensorflow", 7_700 * f, 0.01, 10 + k, runs_dir=f"r{k}") for k, f in enumerate((1.0, 0.99, 1.01))]
-    iv = stats.speed_interval([run_windows_of(r) for r in a], [run_windows_of(r) for r in b], point=1.3)
-    assert iv["verdict"] == "slower" and 1 < iv["lo"] < 1.3 < iv["hi"] < 1.45 and not iv["widened"]
+    iv = speed.ratio_interval([run_windows_of(r) for r in a], [run_windows_of(r) for r in b])
+    # three runs that agree within 2% are still held to the between-run floor, 0.128 / sqrt(3) a side
+    assert iv["verdict"] == "slower" and 1.0 < iv["lo"] < 1.3 < iv["hi"] < 1.65 and iv["widened"]
 
 
 def run_windows_of(r):
@@ -55,8 +56,8 @@ def run_windows_of(r):
 @pytest.mark.fast
 def test_one_run_a_side_is_widened_by_the_between_run_spread():
     a, b = [run_windows_of(_result("t", 10_000, 0.005, 1))], [run_windows_of(_result("f", 7_700, 0.005, 2))]
-    tight = stats.speed_interval(a, b, between_sd=0)
-    wide = stats.speed_interval(a, b)
+    tight = speed.ratio_interval(a, b, between_sd=0)
+    wide = speed.ratio_interval(a, b)
     assert tight["hi"] - tight["lo"] < 0.05 and wide["widened"]
     assert wide["lo"] < tight["lo"] and wide["hi"] > tight["hi"]
     assert wide["lo"] == pytest.approx(tight["ratio"] * 0.70, abs=0.05)  # exp(-1.96 * sqrt(2) * 0.128)
@@ -64,7 +65,7 @@ def test_one_run_a_side_is_widened_by_the_between_run_spread():
 
 def test_real_matrix_report_shows_every_interval_as_recomputed(matrix):
     """The tiny real matrix (both modes): every ratio in the summary has its
-    interval, equal to stats.speed_interval recomputed from the result files'
+    interval, equal to speed.ratio_interval recomputed from the result files'
     windows; each framework is ranked at its faster mode only."""
     md = (matrix["out"] / "report.md").read_text()
     rows = make_rows([dict(r, _dir=str(matrix["out"] / "runs" / fw / f"{wl}-{mode}"))
@@ -78,7 +79,7 @@ def test_real_matrix_report_shows_every_interval_as_recomputed(matrix):
         if w not in ranked:  # its other mode was faster: not in the ranking sentence
             assert f"{w['label']} {fmt.ratio(best['samples_per_s'] / w['samples_per_s'])} (" not in md.split("## ")[2]
             continue
-        again = stats.speed_interval(run_windows(best), run_windows(w), point=best["samples_per_s"] / w["samples_per_s"])
+        again = speed.ratio_interval(run_windows(best), run_windows(w))
         shown = f"{w['label']} {fmt.ratio(again['ratio'])} ({fmt.interval(again['lo'], again['hi'])})"
         assert shown in md, (shown, w["workload"])
         checked += 1

@@ -114,7 +114,7 @@ def test_an_outlier_window_is_counted_not_dropped(tmp_path):
                 time.sleep(0.08 if epoch == 4 else 0.005)
     rec.write()
     t = json.loads((tmp_path / files.RESULT).read_text())["timing"]
-    assert t["window"] == "epoch" and t["steady_windows"] == 6 and t["outlier_windows"] == 1
+    assert t["window"] == "steps" and t["steady_windows"] == 6 and t["outlier_windows"] == 1
     assert len(t["windows"]) == 7
 
 

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import cpu as _cpu
+from .. import speed
 from .. import files
 from ..result import SCHEMA_VERSION as SCHEMA
 from . import measure
@@ -30,10 +32,7 @@ RESULT, PARTIAL = files.RESULT, files.PARTIAL
 # compile dumps. The runner empties it before each execution, so that every run
 # compiles from cold, as on a fresh machine, and first-epoch times compare.
 WORK = files.WORK
-# Environment variables that pin a library's thread pool, set before the
-# framework is imported so every framework runs on the same number of threads.
-THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-               "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "NUMEXPR_NUM_THREADS")
+THREAD_VARS = _cpu.THREAD_VARS  # set before the framework is imported (one home: frameval/cpu.py)
 
 
 def _clean(v):
@@ -47,14 +46,6 @@ def _clean(v):
 
 
 def machine_info() -> dict:
-    cpu = platform.processor() or ""
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
     mem_gb = None
     try:
         for line in open("/proc/meminfo"):
@@ -62,8 +53,9 @@ def machine_info() -> dict:
                 mem_gb = round(int(line.split()[1]) / 1024 / 1024, 1)
     except OSError:
         pass
-    return {"hostname": socket.gethostname(), "cpu": cpu, "cores": os.cpu_count(), "memory_gb": mem_gb,
-            "os": f"{platform.system()} {platform.release()}", "machine": platform.machine()}
+    return {"hostname": socket.gethostname(), "cpu": _cpu.model(), "cores": os.cpu_count(), "memory_gb": mem_gb,
+            "os": f"{platform.system()} {platform.release()}", "machine": platform.machine(),
+            "isa": _cpu.isa(), "isa_caps": _cpu.caps()}  # the caps as this run had them (the user's, kept)
 
 
 # ------------------------------------------------------------------ hand runs
@@ -159,10 +151,7 @@ def write_hand_plan(root) -> Path:
     return files.atomic_write_json(root / HAND_PLAN, plan)
 
 
-# Every speed figure rests on at least this many steady timing windows.
-MIN_WINDOWS = 5
-# A steady window this many times slower per sample than the median is an outlier (counted, never dropped).
-OUTLIER_FACTOR = 3.0
+MIN_WINDOWS, OUTLIER_FACTOR = speed.MIN_WINDOWS, speed.OUTLIER_FACTOR  # one home: frameval/speed.py
 
 
 class Epoch(dict):
@@ -174,10 +163,12 @@ class Epoch(dict):
 
     def timed(self, batches):
         """`for idx in ep.timed(nb.batches(...))`: the epoch's batches, timed in
-        windows of consecutive steps where the run has too few steady epochs to
-        give MIN_WINDOWS windows of a whole epoch each. The device is synchronised
-        at a window's edges only, so asynchronous frameworks run undisturbed
-        inside it; where whole epochs suffice, nothing is added to the loop."""
+        windows of consecutive steps (speed.window_steps: a whole epoch's steps
+        where the run has MIN_WINDOWS steady epochs, else shorter). A window holds
+        the steps only, whatever the epoch count: the batch list is built before
+        its clock starts, and what follows the loop (the loss read-back) is
+        outside it. The device is synchronised at a window's edges only, so
+        asynchronous frameworks run undisturbed inside it."""
         return self._timer.windows(batches)
 
 
@@ -209,10 +200,8 @@ class _EpochTimer:
         items = list(batches)
         self.ep["steps"] = len(items)
         k = self.rec.window_steps(len(items))
-        if k >= len(items):  # one window: the epoch itself, on the epoch's own clock
-            yield from items
-            return
         sync = self.rec.sync or (lambda: None)
+        sync()  # what the epoch queued before its steps stays out of the first window
         start, t0 = 0, time.perf_counter()
         for j, item in enumerate(items):
             if j > start and j - start >= k and len(items) - j >= k:  # the remainder joins the last window
@@ -425,14 +414,8 @@ class Recorder:
         self._nvml.start()
 
     def window_steps(self, steps: int) -> int:
-        """Steps per timing window in an epoch of `steps` steps: the whole epoch
-        where the steady epochs (all but the first) number MIN_WINDOWS or more,
-        else enough windows per epoch to reach MIN_WINDOWS."""
-        steady = int(self.params.get("epochs") or 1) - 1
-        if steady >= MIN_WINDOWS:
-            return steps
-        per_epoch = -(-MIN_WINDOWS // max(steady, 1))
-        return max(1, steps // per_epoch)
+        """Steps per timing window in an epoch of `steps` steps (speed.window_steps)."""
+        return speed.window_steps(steps, int(self.params.get("epochs") or 1))
 
     # ---------------------------------------------------------------- output
     def _summarise(self):
@@ -451,6 +434,8 @@ class Recorder:
         self._summarise_timing()
         self._summarise_memory()
         r["machine"] = measure.machine_state(self._machine_before)
+        # read again: a setup cell may set a cap after the recorder started (MindSpore's ONEDNN_MAX_CPU_ISA)
+        r["environment"]["machine"]["isa_caps"] = _cpu.caps()
         if self._peak_device:
             try:
                 v = self._peak_device()
@@ -464,17 +449,15 @@ class Recorder:
     def _summarise_timing(self):
         """The steady timing windows (step windows, or else the epochs after the
         first), their median rate as samples_per_s, and the outliers among them."""
+        # a notebook that does not loop over ep.timed(...) (an old hand-edited copy) is timed by whole epochs
         wins = self.windows or [{"epoch": e["epoch"], "steps": e.get("steps"), "samples": e.get("samples"),
                                  "seconds": e["seconds"]} for e in self.epochs if isinstance(e.get("seconds"), float)]
-        steady = [w for w in wins if w["epoch"] > 1 and w.get("samples") and w["seconds"] > 0]
-        rates = [w["samples"] / w["seconds"] for w in steady]
-        median = statistics.median(rates) if rates else None
+        wins = [dict(w, seconds=round(w["seconds"], 6)) for w in wins]
+        rates = speed.rates(wins)
         self.result["timing"] = {
             "window": "steps" if self.windows else "epoch", "min_windows": MIN_WINDOWS,
-            "windows": [dict(w, seconds=round(w["seconds"], 6)) for w in wins],
-            "steady_windows": len(steady),
-            "outlier_windows": sum(rate * OUTLIER_FACTOR < median for rate in rates) if rates else 0}
-        self.result["samples_per_s"] = median
+            "windows": wins, "steady_windows": len(rates), "outlier_windows": speed.outliers(rates)}
+        self.result["samples_per_s"] = speed.run_rate(wins)
 
     def write_partial(self):
         self._summarise_light()

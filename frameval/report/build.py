@@ -27,7 +27,8 @@ from .model import load_sources, make_rows
 from .render import notes_html, notes_markdown, render_all
 from .spec import WORKLOADS, framework_name, order_key
 from .modes import mode_section
-from .scaling import attach_peak, machines, peak_text, scaling_section
+from .peak import attach_peak, gemm_table, machines, peak_text
+from .scaling import scaling_section
 from .versions import version_section
 from .tables import code_size_table, error_entries, memory_table, scope_notes, workload_table
 
@@ -202,6 +203,16 @@ def _notes(request, S, warnings):
         return ""
 
 
+def _environment(rows, loaded, frameworks, peaks, S, problems) -> dict:
+    """The environment section: machines, the measured peak and each framework's own GEMM, environments."""
+    env = problems.run(S("what_section", name=S("h_environment")), environment, rows, loaded["envs"], frameworks, S,
+                       default=lambda it: {"error": it["text"], "machines": [], "frameworks": [], "freezes": []})
+    env["peak"] = problems.run(S("what_section", name=S("h_peak")), peak_text, peaks, S, default=lambda it: [it["text"]])
+    env["gemm"] = problems.run(S("what_table", name=S("h_gemm")), gemm_table, peaks, S,
+                               default=lambda it: {"id": "table-gemm", "error": it["text"], "headers": [], "rows": []})
+    return env
+
+
 def _context(request, S, problems, assets_dir) -> dict:
     loaded = _load(request, S)
     rows = make_rows(loaded["runs"], S, loaded["multi_host"], problems)
@@ -231,9 +242,7 @@ def _context(request, S, problems, assets_dir) -> dict:
     assets = summary_charts(rows, wls, S, charts, problems)
     found = findings(rows, wls, S, errors, check["failed"], audits, problems, versions)
     found += [f for p in (scaling or {}).get("parts", []) for f in p.get("findings", [])]
-    env = problems.run(S("what_section", name=S("h_environment")), environment, rows, loaded["envs"], frameworks, S,
-                       default=lambda it: {"error": it["text"], "machines": [], "frameworks": [], "freezes": []})
-    env["peak"] = problems.run(S("what_section", name=S("h_peak")), peak_text, peaks, S, default=lambda it: [it["text"]])
+    env = _environment(rows, loaded, frameworks, peaks, S, problems)
     defects = problems.run(S("what_section", name=S("h_defects")), defects_table, rows, frameworks, S,
                            default=lambda it: {"id": "table-defects", "error": it["text"], "headers": [], "rows": [],
                                                "ids": [], "candidates": [], "versions_ran": []})

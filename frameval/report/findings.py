@@ -3,12 +3,12 @@ backs it. Speed is ranked by samples/s (never by seconds per epoch: runs may
 train different sample counts)."""
 from __future__ import annotations
 
-from .. import stats
+from .. import speed
 from ..catalog import WORKLOAD_BY_KEY
 from . import fmt, labels
 from .media import dev_suffix, group_suffix, ranking_groups, wl_name
 from .model import at_faster_mode, speed_ratio
-from .scaling import peak_findings
+from .peak import peak_findings
 from .tables import QUALITY_FORMAT
 
 MEMORY_TIE = 0.02  # peak memories closer than this are not ranked
@@ -71,12 +71,12 @@ def _rests_on(best, others, S) -> str:
     whether single runs were widened by the between-run spread."""
     ivs = [w["interval"] for w in others if w.get("interval")]
     wins = best.result.timing.get("windows") if isinstance(best.result.timing.get("windows"), list) else []
-    steady = [x for x in wins if isinstance(x, dict) and isinstance(x.get("epoch"), (int, float)) and x["epoch"] > 1]
+    steady = speed.steady(wins)
     samples = fmt.num(steady[0].get("samples")) if steady else None
     text = S("finding_rests_on", windows=len(steady) or fmt.NA, samples=fmt.integer(samples) if samples else fmt.NA,
              runs=best["n_repeats"])
     if any(iv["widened"] for iv in ivs):
-        text += " " + S("finding_widened", pct=f"{stats.BETWEEN_RUN_SD * 100:.1f}")
+        text += " " + S("finding_widened", pct=f"{speed.BETWEEN_RUN_SD * 100:.1f}")
     return text
 
 

@@ -10,13 +10,10 @@ from __future__ import annotations
 import re
 
 from ..result import Result, as_dict, as_list, number
+from ..speed import OUTLIER_FACTOR
 from . import fmt
 
 SCOPE_PARTS = ("forward", "backward", "update")
-# frameval/nb/record.py's OUTLIER_FACTOR: a steady window this many times slower
-# per sample than the median is counted as an outlier. Not imported: the report
-# must not load frameval.nb (numpy, the recorder); a fast test keeps them equal.
-OUTLIER_FACTOR = 3.0
 # What a `why` says when the breaks are the optimizer's own (torch.optim breaks
 # the graph around step(); the update is then a graph of its own).
 _OPTIMIZER_BREAK = re.compile(r"torch\.optim|optimi[sz]er|\bstep\(\)", re.I)

@@ -14,7 +14,7 @@ import math
 import statistics
 from pathlib import Path
 
-from .. import stats
+from .. import speed
 from ..files import PLAN, RUNS
 from ..result import COMPLETED, Result
 from ..results import is_repeat_dir
@@ -158,26 +158,25 @@ def _row(r: Result, extra, S) -> Row:
 
 
 def _timing(w, r: Result, extra):
-    """Steady time per epoch and samples/s; repeats fold into their median with min–max."""
-    rep_vals = [v for v in (fmt.num(x) for x in r.repeats) if v is not None]
-    if not rep_vals and extra:
-        rep_vals = [v for v in (fmt.num(x.steady_epoch_s) for x in [r] + extra if x.status == "ok")
-                    if v is not None]
+    """samples/s: speed.side_rate over the run and its repeats (the statistic
+    every interval resamples), whiskers from the slowest to the fastest run
+    (or, for one run, steady window); seconds per steady epoch beside it."""
     w["extra_failed"] = [x for x in extra if x.status != "ok"]
-    steady, sps = fmt.num(r.steady_epoch_s), fmt.num(r.samples_per_s)
-    if len(rep_vals) > 1:
-        med = statistics.median(rep_vals)
-        w.update(steady=med, steady_lo=min(rep_vals), steady_hi=max(rep_vals), steady_kind="repeats",
-                 n_repeats=len(rep_vals), spread=div(max(rep_vals) - min(rep_vals), med))
-        scaled = div(sps * steady, med) if sps is not None and steady else None
-        w["samples_per_s"] = scaled if scaled is not None else sps
+    runs = [rates for rates in (window_rates(x) for x in [r] + extra if x.status == "ok") if rates]
+    sps = speed.side_rate(runs)
+    if sps is None:  # a result with no steady window: what it recorded, if anything
+        sps = fmt.num(r.samples_per_s)
+    epoch_s = [v for v in (fmt.num(x.steady_epoch_s) for x in [r] + extra if x.status == "ok") if v is not None]
+    if len(runs) > 1:
+        meds = [statistics.median(x) for x in runs]
+        w.update(steady=statistics.median(epoch_s) if epoch_s else None, steady_lo=min(epoch_s, default=None),
+                 steady_hi=max(epoch_s, default=None), steady_kind="repeats", n_repeats=len(runs),
+                 spread=div(max(meds) - min(meds), statistics.median(meds)), samples_per_s=sps,
+                 sps_lo=min(meds), sps_hi=max(meds))
     else:
-        w.update(steady=steady, steady_lo=fmt.num(r.steady_min_s), steady_hi=fmt.num(r.steady_max_s),
-                 steady_kind="epochs", n_repeats=1, spread=None, samples_per_s=sps)
-    # samples/s in the slowest and the fastest steady epoch (or repeat): the whiskers
-    sps, base = w["samples_per_s"], w["steady"]
-    w["sps_lo"] = div(sps * base, w["steady_hi"]) if sps is not None and base else None
-    w["sps_hi"] = div(sps * base, w["steady_lo"]) if sps is not None and base else None
+        w.update(steady=fmt.num(r.steady_epoch_s), steady_lo=fmt.num(r.steady_min_s), steady_hi=fmt.num(r.steady_max_s),
+                 steady_kind="epochs", n_repeats=1, spread=None, samples_per_s=sps,
+                 sps_lo=min(runs[0]) if runs else None, sps_hi=max(runs[0]) if runs else None)
     w["noisy"] = w["spread"] is not None and w["spread"] > NOISY_SPREAD
 
 
@@ -297,17 +296,9 @@ def at_faster_mode(rows) -> list:
 
 # ------------------------------------------------------------------ how far a ranking can be trusted
 def window_rates(r: Result) -> list:
-    """samples/s of each steady timing window (every epoch after the first,
-    where an older result recorded no windows)."""
-    wins = r.timing.get("windows") if isinstance(r.timing.get("windows"), list) else r.epochs
-    out = []
-    for w in wins:
-        if not isinstance(w, dict) or not isinstance(w.get("epoch"), (int, float)) or w["epoch"] <= 1:
-            continue
-        n, s = fmt.num(w.get("samples")), fmt.num(w.get("seconds"))
-        if n and s and s > 0:
-            out.append(n / s)
-    return out
+    """samples/s of each steady timing window (speed.steady; every epoch after
+    the first, where an older result recorded no windows)."""
+    return speed.rates(r.timing.get("windows") if isinstance(r.timing.get("windows"), list) else r.epochs)
 
 
 def run_windows(w) -> list:
@@ -317,12 +308,11 @@ def run_windows(w) -> list:
 
 def attach_speed_intervals(rows) -> None:
     """Each row's speed against the fastest of its workload, device and size: the
-    ratio's 95% interval and verdict (stats.speed_interval), as `interval`."""
+    ratio's 95% interval and verdict (speed.ratio_interval), as `interval`."""
     for wl in {w["workload"] for w in rows}:
         wrows = [w for w in rows if w["workload"] == wl]
         for best in fastest_by_group(wrows).values():
             base = run_windows(best)
             for w in wrows:
-                ratio = speed_ratio(w, best)
-                if ratio is not None and w is not best:
-                    w["interval"] = stats.speed_interval(base, run_windows(w), point=ratio)
+                if speed_ratio(w, best) is not None and w is not best:
+                    w["interval"] = speed.ratio_interval(base, run_windows(w))

@@ -1,12 +1,12 @@
 """Graph against eager, the question of the static-vs-dynamic-graph seed: where
 a framework ran a workload in both modes, what graph mode bought on the steady
-windows (its speedup over eager, with the 95% interval of stats.speed_interval),
+windows (its speedup over eager, with the 95% interval of speed.ratio_interval),
 what its compile cost (graph's excess over eager in the numerical check, where
 the step is first called, and in the first epoch beyond a steady one),
 and after how many samples it paid that back."""
 from __future__ import annotations
 
-from .. import stats
+from .. import speed
 from ..result import number
 from . import fmt
 from .cells import cell, header
@@ -30,7 +30,7 @@ def mode_line(g, e) -> dict:
     """The speedup (eager time per sample over graph's), its interval, the
     compile cost and the break-even."""
     speedup = g["samples_per_s"] / e["samples_per_s"]
-    iv = stats.speed_interval(run_windows(g), run_windows(e), point=speedup)
+    iv = speed.ratio_interval(run_windows(g), run_windows(e))
     excess = compile_cost(g, e)
     per_sample_gain = 1 / e["samples_per_s"] - 1 / g["samples_per_s"]
     break_even = excess / per_sample_gain if excess is not None and per_sample_gain > 0 else None

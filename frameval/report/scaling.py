@@ -1,16 +1,11 @@
-"""How cost grows, and how far from the limit (#28).
-
-Every row gets its achieved GFLOP/s (samples/s x the workload's FLOPs per
-training sample, frameval/flops.py) and its share of this machine's own peak
-(`<out>/machine.json`, frameval/probe.py: the 1-thread figure for a run asked
-for one thread, else the higher of the two). Where a sweep ran (several batch
+"""How cost grows (#28): each run's share of the limit is report/peak.py's. Where a sweep ran (several batch
 sizes or thread counts of one framework, mode and workload), a section shows
 samples/s and peak memory against batch size, and the speedup from the fewest
 threads to the most, with 95% intervals (stats); a value that failed is a
 "failed" cell, never dropped."""
 from __future__ import annotations
 
-from .. import flops, probe, stats
+from .. import speed
 from . import fmt
 from .cells import cell, header
 from .media import figure, wl_name
@@ -20,57 +15,7 @@ FLAT_GAIN = 1.10        # less than 10% more samples/s from one batch size to th
 OVERHEAD_RISE = 1.5     # a share of peak that rises this much with batch size: per-step overhead, not arithmetic
 
 
-# ------------------------------------------------------------------ share of peak, every run
-def machines(sources) -> dict:
-    """{source folder: its machine.json, or None}."""
-    return {str(s): probe.read(s) for s in sources}
-
-
-def peak_for(m, threads):
-    """The peak a run is set against: 1 thread's for a run asked for 1, else the machine's best."""
-    if not m:
-        return None
-    one, every = fmt.num(m.get("peak_gflops_1")), fmt.num(m.get("peak_gflops_all"))
-    if threads == 1:
-        return one
-    got = [v for v in (one, every) if v]
-    return max(got) if got else None
-
-
-def attach_peak(rows, by_source) -> None:
-    """w["gflops"], w["peak"] and w["peak_share"] (None where not measured)."""
-    for w in rows:
-        r = w.result
-        f = flops.training_flops(w["workload"], r.params)
-        sps = w["samples_per_s"] if w["ok"] else None
-        w["flops"] = f
-        w["gflops"] = sps * f / 1e9 if sps and f else None
-        w["peak"] = peak_for(by_source.get(str(r.source)), fmt.num(r.params.get("threads")))
-        w["peak_share"] = w["gflops"] / w["peak"] if w["gflops"] and w["peak"] else None
-
-
-def gflops_cell(w, S):
-    if w.get("gflops") is None:
-        return cell(fmt.NA, None, "na")
-    text = fmt.sig(w["gflops"]) + (f" ({fmt.sig(w['peak_share'] * 100, 2)}%)" if w["peak_share"] is not None else "")
-    return cell(text, w["gflops"], "", S("tip_gflops", flops=fmt.integer(w["flops"]),
-                                          peak=fmt.sig(w["peak"]) if w["peak"] else fmt.NA))
-
-
-def peak_text(by_source, S) -> list:
-    """The environment section's lines: each source's measured peak and how."""
-    out = []
-    for src, m in by_source.items():
-        if not m:
-            continue
-        out.append(S("peak_line", one=fmt.sig(m.get("peak_gflops_1")), all=fmt.sig(m.get("peak_gflops_all")),
-                     threads=m.get("threads_all", "?"), bw=fmt.sig(m.get("bandwidth_gbs")),
-                     load=", ".join(str(x) for x in m.get("load_before") or []) or fmt.NA,
-                     method=(m.get("method") or {}).get("matmul", "?"), copy=(m.get("method") or {}).get("copy", "?"),
-                     blas=(m.get("method") or {}).get("blas", "?"), when=m.get("measured", "?")))
-    return out or [S("peak_none")]
-
-
+# ------------------------------------------------------------------ overhead-bound series
 def overhead_bound(wrows) -> list:
     """[(series, share at its smallest batch, share at its largest)]: the batch
     series whose share of peak rises at least OVERHEAD_RISE-fold from the
@@ -83,23 +28,6 @@ def overhead_bound(wrows) -> list:
         if a and b and b / a >= OVERHEAD_RISE:
             out.append((g, a, b))
     return out
-
-
-def peak_findings(wl, wrows, S) -> list:
-    """The run closest to the machine's limit; overhead-bound where the share
-    of peak is small and rises with batch size."""
-    got = [w for w in wrows if w.get("peak_share") is not None]
-    if not got:
-        return []
-    best = max(got, key=lambda w: w["peak_share"])
-    text = S("finding_peak", workload=wl_name(S, wl), run=best["label"], gflops=fmt.sig(best["gflops"]),
-             share=fmt.sig(best["peak_share"] * 100, 2), peak=fmt.sig(best["peak"]))
-    bound = overhead_bound(wrows)
-    if bound:
-        items = S.join(S("overhead_item", run=g["label"], lo=fmt.sig(a * 100, 2), hi=fmt.sig(b * 100, 2),
-                         b0=fmt.integer(g["points"][0][0]), b1=fmt.integer(g["points"][-1][0])) for g, a, b in bound)
-        text += " " + S("finding_overhead", items=items, n=len(bound), of=len(batch_series(wrows)))
-    return [{"kind": "speed", "text": text, "anchor": f"wl-{wl}"}]
 
 
 # ------------------------------------------------------------------ the sweeps
@@ -183,7 +111,7 @@ def speedup(s):
     if not (a["ok"] and b["ok"] and a["samples_per_s"] and b["samples_per_s"]):
         return None
     ratio = b["samples_per_s"] / a["samples_per_s"]
-    return ratio, stats.speed_interval(run_windows(b), run_windows(a), point=ratio)
+    return ratio, speed.ratio_interval(run_windows(b), run_windows(a))
 
 
 def _threads_of(x, w):
@@ -213,7 +141,7 @@ def _attach_rate_intervals(series):
     for s in series:
         for _, w in s["points"]:
             if w["ok"] and w["samples_per_s"] and "rate_iv" not in w:
-                w["rate_iv"] = stats.rate_interval(run_windows(w), point=w["samples_per_s"])
+                w["rate_iv"] = speed.rate_interval(run_windows(w))
 
 
 def _batch_panels(series, S):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .. import stats
+from .. import speed
 from ..catalog import WORKLOAD_BY_KEY
 from ..result import Result
 from . import fmt, labels
@@ -15,7 +15,7 @@ from .check import check_summary
 from .defects import mark_substitute
 from .labels import SCOPE_PARTS
 from .model import best_of, fastest_by_group, speed_ratio
-from .scaling import gflops_cell
+from .peak import gflops_cell
 from .spec import audit_count, framework_name, match_counts
 
 TRACEBACK_LINES = 15
@@ -143,7 +143,7 @@ def ratio_cell(w, best, S):
     verdict = S("verdict_" + iv["verdict"])
     return cell(f"{fmt.ratio(ratio)} ({fmt.interval(iv['lo'], iv['hi'])}) {verdict}", ratio,
                 "" if iv["verdict"] == "slower" else "same", S("tip_interval", runs=iv["runs"][1], windows=iv["windows"][1])
-                + (" " + S("tip_interval_widened", pct=f"{stats.BETWEEN_RUN_SD * 100:.1f}") if iv["widened"] else ""))
+                + (" " + S("tip_interval_widened", pct=f"{speed.BETWEEN_RUN_SD * 100:.1f}") if iv["widened"] else ""))
 
 
 def _sps_cell(w):

@@ -1,0 +1,75 @@
+"""Each framework's own GEMM ceiling: its float32 matrix product on 1 thread and
+on every core, measured in its own environment exactly as its runs see it
+(`frameval/fw/gemm.py` through `frameval/envscripts.py`, cached per
+environment and machine), and the machine's figure as the best of numpy's BLAS
+and every framework's product.
+
+A run can go no faster than its framework's kernels: the report sets each run
+against both the machine and its own framework's ceiling, and says whether a
+gap to the fastest framework lies in the kernels or around them (`gap_kind`).
+"""
+from __future__ import annotations
+
+from . import cpu, envscripts
+from .catalog import framework_name
+
+MODULE = "frameval.fw.gemm"
+# A framework whose ceiling is below this share of the best framework's: its gap is in the kernels.
+KERNEL_GAP = 0.5
+# A run reaching under this share of the fastest run's own share of its ceiling: the gap is around them.
+AROUND_GAP = 0.5
+
+
+def measure(env_by_fw: dict, threads_all: int, say=print) -> dict:
+    """{fw_key: {"gflops_1", "gflops_all", "op", "version", "isa_caps", "cached", "error"}}
+    for every environment in `env_by_fw` (the CPU's) that built."""
+    out = {}
+    for key, env in sorted(env_by_fw.items()):
+        if not hasattr(env, "python"):  # did not build: its runs are recorded failed
+            continue
+        framework = key.split("==")[0]
+        entry: dict = {"framework": framework}
+        for label, n in (("1", 1), ("all", threads_all)):
+            if n == 1 and label == "all" and "gflops_1" in entry:
+                entry["gflops_all"] = entry["gflops_1"]
+                continue
+            got = envscripts.run(env, MODULE, [framework, n], {v: n for v in cpu.THREAD_VARS})
+            if "error" in got:
+                entry["error"] = got["error"]
+                entry[f"gflops_{label}"] = None
+                continue
+            entry[f"gflops_{label}"] = got["gflops"]
+            entry.update(op=got.get("op"), version=got.get("version"), isa_caps=got.get("isa_caps") or {},
+                         cached=got.get("cached", False) and entry.get("cached", True))
+        out[key] = entry
+    if out:
+        fresh = [k for k, e in out.items() if not e.get("cached")]
+        say(f"frameval: each framework's own float32 GEMM: " + ", ".join(
+            f"{k} {_gf(e.get('gflops_1'))}/{_gf(e.get('gflops_all'))}" for k, e in out.items())
+            + f" GFLOP/s on 1/{threads_all} threads ({'measured: ' + ', '.join(fresh) if fresh else 'all cached'})")
+    return out
+
+
+def _gf(v) -> str:
+    return "n/a" if v is None else f"{v:,.0f}"
+
+
+def best(numpy_figure, numpy_name: str, frameworks: dict, field: str) -> tuple:
+    """(GFLOP/s, library) of the fastest product at one thread count: numpy's or a framework's."""
+    cands = [(numpy_figure, numpy_name)] + [(e.get(field), f"{framework_name(e['framework'])} {e.get('op') or ''}"
+                                             .strip()) for e in frameworks.values()]
+    cands = [(v, n) for v, n in cands if isinstance(v, (int, float))]
+    return max(cands) if cands else (None, None)
+
+
+def gap_kind(run_share_own: float | None, fastest_share_own: float | None, ceiling: float | None,
+             best_ceiling: float | None) -> str | None:
+    """Why a run is slower than the fastest of its workload: "kernels" where its
+    framework's GEMM ceiling is below KERNEL_GAP of the best framework's,
+    "around" where it reaches under AROUND_GAP of the share of its own ceiling
+    that the fastest run reaches of its own, "both", or None (neither, or not known)."""
+    kernels = ceiling is not None and best_ceiling and ceiling < KERNEL_GAP * best_ceiling
+    around = run_share_own is not None and fastest_share_own and run_share_own < AROUND_GAP * fastest_share_own
+    if kernels and around:
+        return "both"
+    return "kernels" if kernels else "around" if around else None

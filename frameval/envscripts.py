@@ -1,0 +1,72 @@
+"""Framework-side scripts: a module of `frameval/fw/` run with `python -m` in a
+framework's own environment, one child process per setting, its one JSON
+line cached per environment and machine.
+
+The cache key holds what decides the figure: the environment (its freeze, as
+the run cache key), the CPU (model, instruction sets, cores), the instruction-
+set caps in effect, the script's own source, its arguments and the variables
+the caller sets. So a rebuilt environment, another machine or a changed cap
+measures again, and a second report on the same machine adds nothing.
+Standard library only.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+from . import cpu, files
+from .paths import REPO, user_cache_dir
+
+CACHE = "envscripts"  # <user cache>/envscripts/<script>-<framework>-<key>.json
+
+
+def cache_dir() -> Path:
+    return user_cache_dir() / CACHE
+
+
+def _key(env, module: str, args: list, env_vars: dict) -> str:
+    source = (REPO / (module.replace(".", "/") + ".py")).read_bytes()
+    text = json.dumps({"env": env.key_text, "cpu": cpu.identity(), "caps": cpu.caps(), "args": args,
+                       "vars": env_vars, "script": hashlib.sha256(source).hexdigest()}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def run(env, module: str, args: list, env_vars: dict | None = None, timeout: float = 300,
+        use_cache: bool = True) -> dict:
+    """`python -m module *args` in `env` (an envs.Env) with `env_vars` added to
+    this process's environment: its last stdout line as a dict, plus "cached"
+    and "seconds". A failure is a dict with "error" (one line), never raised,
+    and is not cached."""
+    env_vars = {k: str(v) for k, v in (env_vars or {}).items()}
+    args = [str(a) for a in args]
+    path = cache_dir() / f"{module.rsplit('.', 1)[-1]}-{'-'.join(args)}-{_key(env, module, args, env_vars)}.json"
+    if use_cache:
+        try:
+            return dict(json.loads(path.read_text(encoding="utf-8")), cached=True)
+        except (OSError, ValueError):
+            pass
+    child = dict(os.environ, **env_vars)
+    child["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH", "")]))
+    work = cache_dir() / "work"  # what a framework writes in its working folder (MindSpore's dumps) stays here
+    work.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    try:
+        p = subprocess.run([str(env.python), "-m", module, *args], env=child, capture_output=True, text=True,
+                           timeout=timeout, cwd=str(work))
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return {"error": f"{type(e).__name__}: {e}".splitlines()[0]}
+    secs = round(time.perf_counter() - t0, 2)
+    try:
+        out = json.loads(p.stdout.strip().splitlines()[-1])
+        if p.returncode or not isinstance(out, dict):
+            raise ValueError
+    except (ValueError, IndexError):
+        last = (p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1]
+        return {"error": last[:300], "seconds": secs}
+    out["seconds"] = secs
+    files.atomic_write_json(path, out)
+    return dict(out, cached=False)

@@ -1,0 +1,152 @@
+"""The one speed estimate, used by the notebooks' recorder and by the report
+(standard library only: it loads inside every framework's kernel).
+
+- **A timing window** is k consecutive training steps with the device
+  synchronised at both edges and nothing else inside: not building the epoch's
+  batch list, not the per-epoch read-back of the loss. Its content is the same
+  whatever the epoch count; only k changes: a whole epoch's steps where the
+  steady epochs number MIN_WINDOWS or more, else enough windows per epoch to
+  reach MIN_WINDOWS in all (`window_steps`).
+- **The steady windows** are those of every epoch after the first (which
+  compiles and warms up).
+- **A run's rate** is the median samples/s of its steady windows; **a side's
+  rate** (a run and its repeats) the median over its runs of each run's rate.
+- **Its interval** is a bootstrap of that same statistic (runs resampled, then
+  each run's windows), on the log scale, the 95% percentile interval. Between
+  separate processes a run's rate varies more than its windows do inside one
+  process, and two or three runs cannot show that spread, so a side of up to
+  FLOOR_RUNS runs has its log-scale spread raised to at least what the
+  measured between-run spread implies for that many runs,
+  max(BETWEEN_RUN_SD, the runs' own SD) / sqrt(n). Two runs that happen to
+  agree closely are therefore never narrower than one would be widened.
+"""
+from __future__ import annotations
+
+import math
+import random
+import statistics
+
+MIN_WINDOWS = 5         # every speed figure rests on at least this many steady windows
+OUTLIER_FACTOR = 3.0    # a steady window this many times slower than the median is an outlier (counted, never dropped)
+# The log SD of samples/s between separate kernels, measured on this 2-core VM
+# with nothing else running: two default reports (python3 run_all.py, then
+# --force), 21 runs each, pooled over the 21 pairs (median |log ratio| 0.058,
+# a heavy tail: torch's LSTM ran at 30,242 and 16,625 samples/s, MindSpore's
+# LeNet at 5,390 and 3,450, with other processes under 1% of the CPUs both times).
+BETWEEN_RUN_SD = 0.128
+FLOOR_RUNS = 5          # up to this many runs a side, the between-run floor applies
+CONFIDENCE = 0.95
+DRAWS = 2000
+
+
+# ------------------------------------------------------------------ windows
+def window_steps(steps: int, epochs: int) -> int:
+    """Steps per timing window in an epoch of `steps` steps of a run of `epochs` epochs."""
+    steady = int(epochs or 1) - 1
+    if steady >= MIN_WINDOWS:
+        return max(1, steps)
+    per_epoch = -(-MIN_WINDOWS // max(steady, 1))
+    return max(1, steps // per_epoch)
+
+
+def steady(windows) -> list:
+    """The windows of every epoch after the first that hold samples and time."""
+    out = []
+    for w in windows or []:
+        if not isinstance(w, dict) or not isinstance(w.get("epoch"), (int, float)) or w["epoch"] <= 1:
+            continue
+        n, s = _num(w.get("samples")), _num(w.get("seconds"))
+        if n and s and s > 0:
+            out.append(w)
+    return out
+
+
+def rates(windows) -> list:
+    """samples/s of each steady window."""
+    return [_num(w["samples"]) / _num(w["seconds"]) for w in steady(windows)]
+
+
+def outliers(rs) -> int:
+    med = statistics.median(rs) if rs else None
+    return sum(r * OUTLIER_FACTOR < med for r in rs) if rs else 0
+
+
+def run_rate(windows):
+    """A run's samples/s: the median of its steady windows' rates, or None."""
+    rs = rates(windows)
+    return statistics.median(rs) if rs else None
+
+
+def side_rate(runs):
+    """A side's samples/s: the median over its runs (each a list of window rates) of each run's median."""
+    meds = [statistics.median(r) for r in runs if r]
+    return statistics.median(meds) if meds else None
+
+
+def _num(v):
+    return v if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
+
+
+# ------------------------------------------------------------------ intervals
+def _draw(runs, rng) -> float:
+    """One bootstrap replicate of side_rate, on the log scale."""
+    picked = [runs[rng.randrange(len(runs))] for _ in runs]
+    med = statistics.median
+    return math.log(med([med([w[rng.randrange(len(w))] for _ in w]) for w in picked]))
+
+
+def floor_sd(runs, between_sd: float = BETWEEN_RUN_SD) -> float:
+    """The least log-scale SD a side's rate may have: max(between_sd, the runs'
+    own SD of log rates) / sqrt(n) for up to FLOOR_RUNS runs, else 0."""
+    n = len(runs)
+    if n > FLOOR_RUNS or n == 0:
+        return 0.0
+    own = statistics.stdev([math.log(statistics.median(r)) for r in runs]) if n > 1 else 0.0
+    return max(between_sd, own) / math.sqrt(n)
+
+
+def _side_draws(runs, rng, draws: int, between_sd: float) -> tuple:
+    """(log replicates raised to the floor, whether they were widened)."""
+    reps = [_draw(runs, rng) for _ in range(draws)]
+    have = statistics.pstdev(reps)
+    extra = math.sqrt(max(0.0, floor_sd(runs, between_sd) ** 2 - have ** 2))
+    return ([x + rng.gauss(0.0, extra) for x in reps] if extra else reps), extra > 0
+
+
+def _percentiles(reps) -> tuple:
+    reps = sorted(reps)
+    return (reps[int((1 - CONFIDENCE) / 2 * len(reps))], reps[int((1 + CONFIDENCE) / 2 * len(reps)) - 1])
+
+
+def _clean(runs) -> list:
+    return [[x for x in r if _num(x) and x > 0] for r in runs if r and any(_num(x) and x > 0 for x in r)]
+
+
+def rate_interval(runs, between_sd: float = BETWEEN_RUN_SD, draws: int = DRAWS, seed: int = 0) -> dict | None:
+    """A side's samples/s (runs: each a list of window rates) with its 95% interval:
+    {"rate", "lo", "hi", "widened", "runs", "windows"}; None without a window."""
+    runs = _clean(runs)
+    if not runs:
+        return None
+    reps, widened = _side_draws(runs, random.Random(seed), draws, between_sd)
+    lo, hi = _percentiles(reps)
+    return {"rate": side_rate(runs), "lo": math.exp(lo), "hi": math.exp(hi), "widened": widened,
+            "runs": len(runs), "windows": sum(map(len, runs))}
+
+
+def ratio_interval(best_runs, runs, between_sd: float = BETWEEN_RUN_SD, draws: int = DRAWS,
+                   seed: int = 0) -> dict | None:
+    """How many times slower `runs` are than `best_runs` per sample (side_rate of
+    the best over this; 1 is as fast) with the 95% interval of that same ratio:
+    {"ratio", "lo", "hi", "verdict", "widened", "runs", "windows"}. The verdict:
+    "slower" when the whole interval lies above 1, else "within_noise"."""
+    best_runs, runs = _clean(best_runs), _clean(runs)
+    if not best_runs or not runs:
+        return None
+    rng = random.Random(seed)
+    a, wa = _side_draws(best_runs, rng, draws, between_sd)
+    b, wb = _side_draws(runs, rng, draws, between_sd)
+    lo, hi = _percentiles([x - y for x, y in zip(a, b)])
+    return {"ratio": side_rate(best_runs) / side_rate(runs), "lo": math.exp(lo), "hi": math.exp(hi),
+            "verdict": "slower" if lo > 0 else "within_noise", "widened": wa or wb,
+            "runs": (len(best_runs), len(runs)), "windows": (sum(map(len, best_runs)), sum(map(len, runs)))}

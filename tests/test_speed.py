@@ -1,0 +1,84 @@
+"""The one speed estimate (frameval/speed.py): what a window holds, the
+between-run floor on an interval, and the recorder and the report agreeing
+to the last digit."""
+import json
+import math
+import time
+
+import pytest
+
+from frameval import files, nb, speed
+from frameval.report.i18n import Strings
+from frameval.report.model import make_rows
+
+pytestmark = pytest.mark.fast
+
+STEP_S, BUILD_S, AFTER_S = 0.004, 0.03, 0.03
+
+
+def _timed_run(tmp_path, epochs, steps=12):
+    """A recorder over `epochs` epochs whose batch list takes BUILD_S to build
+    and whose epoch ends with AFTER_S of read-back: neither may enter a window."""
+    rec = nb.Recorder("torch", "lenet", {"epochs": epochs, "mode": "graph", "device": "cpu"}, out_dir=str(tmp_path),
+                      chdir=False)
+
+    def batches():
+        time.sleep(BUILD_S)
+        return [list(range(4))] * steps
+    for _ in range(epochs):
+        with rec.epoch(samples=4 * steps) as ep:
+            for _ in ep.timed(batches()):
+                time.sleep(STEP_S)
+            time.sleep(AFTER_S)  # the per-epoch loss .item()
+    rec.write()
+    return json.loads((tmp_path / files.RESULT).read_text())
+
+
+def test_a_window_holds_the_steps_only_whatever_the_epoch_count(tmp_path):
+    for epochs in (3, 8):
+        r = _timed_run(tmp_path / str(epochs), epochs)
+        per_step = [w["seconds"] / w["steps"] for w in r["timing"]["windows"] if w["epoch"] > 1]
+        assert len(per_step) >= speed.MIN_WINDOWS
+        # a window with the batch build or the read-back in it would be >= STEP_S + 0.03 / 12 per step
+        assert all(STEP_S * 0.95 < s < STEP_S + 0.0015 for s in per_step), (epochs, per_step)
+        assert r["timing"]["window"] == "steps"
+
+
+def test_recorder_and_report_agree_to_the_last_digit(tmp_path):
+    r = _timed_run(tmp_path, 3)
+    rec_sps = r["samples_per_s"]
+    row = make_rows([dict(r, _dir=str(tmp_path))], Strings("en"))[0]
+    assert row["samples_per_s"] == rec_sps == speed.run_rate(r["timing"]["windows"])
+
+
+def _runs(rates_per_run, windows=6, spread=0.002):
+    return [[x * (1 + spread * ((i % 3) - 1)) for i in range(windows)] for x in rates_per_run]
+
+
+def test_two_repeats_that_agree_closely_are_not_narrower_than_the_floor():
+    a, b = _runs([1000.0, 1000.5]), _runs([800.0, 800.4])
+    iv = speed.ratio_interval(a, b)
+    floor = math.sqrt(2) * speed.BETWEEN_RUN_SD / math.sqrt(2)  # both sides, each between_sd / sqrt(2)
+    half_width = (math.log(iv["hi"]) - math.log(iv["lo"])) / 2
+    assert iv["widened"] and half_width >= 0.95 * 1.96 * floor
+    one = speed.ratio_interval(_runs([1000.0]), _runs([800.0]))
+    assert math.log(iv["hi"] / iv["lo"]) <= math.log(one["hi"] / one["lo"])  # more runs: not wider
+    # two runs are not narrower than what between_sd / sqrt(2) implies for each side
+    assert math.log(iv["hi"] / iv["lo"]) >= 0.95 * math.log(one["hi"] / one["lo"]) / math.sqrt(2)
+
+
+def test_runs_that_disagree_widen_beyond_the_floor():
+    calm = speed.rate_interval(_runs([1000.0, 1001.0, 999.0]))
+    wild = speed.rate_interval(_runs([1000.0, 1600.0, 700.0]))
+    assert math.log(wild["hi"] / wild["lo"]) > 1.5 * math.log(calm["hi"] / calm["lo"])
+
+
+def test_six_runs_rest_on_the_bootstrap_alone():
+    iv = speed.rate_interval(_runs([1000.0, 1000.2, 999.9, 1000.1, 1000.3, 999.8]))
+    assert not iv["widened"] and iv["hi"] / iv["lo"] < 1.01
+
+
+def test_the_interval_is_of_the_point_it_shows():
+    runs = _runs([1000.0, 1300.0, 900.0])
+    iv = speed.rate_interval(runs, between_sd=0)
+    assert iv["rate"] == speed.side_rate(runs) and iv["lo"] <= iv["rate"] <= iv["hi"]
