@@ -1,6 +1,7 @@
 """Floating-point operations a training sample requires, counted from the layer
 shapes of docs/workloads.md (standard library only; the table there is this
-module's output, tested against a hand count in tests/test_flops.py).
+module's output, tested against a hand count and against PyTorch's own counter
+in tests/test_flops.py).
 
 What is counted: the products of convolutions, transposed convolutions, dense
 layers and the LSTM's gate products (W_ih x, W_hh h), 2 FLOPs a multiply-add,
@@ -11,10 +12,10 @@ in three parts per layer, each only where the training step needs it:
     tensor, since nothing upstream wants it;
   weight gradient (W), the same products as F: none for a network the step
     does not train (the discriminator in the DCGAN's generator step).
-A layer's products are its nominal ones, as torch.utils.flop_counter counts
-them: a convolution's taps on its zero padding, a transposed convolution's
-products that land on the rows it crops, and the first LSTM step's products
-with its zero state are all in, as every framework computes them.
+A layer's products are its nominal ones: a convolution's taps on its zero
+padding, a transposed convolution's products that land on the rows it crops,
+and the first LSTM step's products with its zero state are all in, as every
+framework computes them and as torch.utils.flop_counter counts them.
 
 Left out: biases, activations, pooling, BatchNorm, dropout, the LSTM's
 elementwise gate and cell arithmetic, the sums of gradients (over the DCGAN's

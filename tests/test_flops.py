@@ -1,10 +1,14 @@
 """The FLOPs a training sample requires (frameval/flops.py) equal a hand count,
-layer by layer, of the spec's shapes (docs/workloads.md); the docs' table is
-the module's own."""
+layer by layer, of the spec's shapes (docs/workloads.md), and equal what
+PyTorch's own counter sees in one real training step (tests/torch_flops.py);
+the docs' table is the module's own."""
+import json
+import subprocess
+
 import pytest
 
 from conftest import REPO
-from frameval import flops
+from frameval import envs, flops
 
 # Each product below is written out as (forward F, input gradient I, weight
 # gradient W) in multiply-adds; each present part is the layer's forward
@@ -68,3 +72,16 @@ def test_the_docs_table_is_the_modules():
     for wl in flops.WORKLOADS:
         assert f"**{flops.training_flops(wl):,}**" in text
 
+
+def test_torch_flop_counter_agrees():
+    """PyTorch's FlopCounterMode over one real training step of each workload,
+    in the torch environment (built here if missing): the same FLOPs per sample."""
+    python = envs.ensure_framework("torch", echo=lambda m: None).python
+    out = subprocess.run([str(python), str(REPO / "tests" / "torch_flops.py"), "--batch", "4", "--windows", "20,7"],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    torch_count = json.loads(out.stdout.strip().splitlines()[-1])
+    assert torch_count["lenet"] == flops.training_flops("lenet")
+    assert torch_count["dcgan"] == flops.training_flops("dcgan")
+    for window, counted in torch_count["lstm"].items():
+        assert counted == flops.training_flops("lstm", {"window": int(window)}), window
