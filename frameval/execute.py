@@ -52,15 +52,12 @@ def key_parts(run: Run, freeze: str) -> dict:
     """Everything that decides a run's result, each part hashed on its own so
     that --dry-run can say which part changed."""
     nb = nbfile.read(run.notebook)
-    # every frameval file the kernel imports, by path and content (frameval/sources.py)
-    side = b"".join(str(p.relative_to(REPO)).encode() + b"\0" + p.read_bytes()
-                    for p in sources.notebook_side(run.framework))
     params = {k: v for k, v in run.params.items() if k != "out_dir"}
     return {
         "code": _sha(nbfile.code_hash_text(nb)),
         "params": _sha(json.dumps(params, sort_keys=True, default=str)),
         "environment": _sha(freeze or "unbuilt"),
-        "frameval": _sha(side),
+        "frameval": sources.digest(run.framework),  # every frameval file the kernel imports (frameval/sources.py)
         "data": data_checksum(run),
         "run": f"{run.device}/{run.mode}/{run.profile}/r{run.repeat}",
         # a figure measured on another CPU, or under other instruction-set caps, is not this machine's

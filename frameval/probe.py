@@ -130,6 +130,7 @@ def measure(env_by_fw: dict | None = None, say=print) -> dict:
 def blas_name() -> str:
     """numpy's BLAS, its version and the kernel set it chose (threadpoolctl's architecture)."""
     try:
+        import numpy  # noqa: F401 - threadpoolctl sees only the libraries already loaded
         from threadpoolctl import threadpool_info
         libs = [i for i in threadpool_info() if i.get("user_api") == "blas"]
         return ", ".join(f"{i.get('internal_api')} {i.get('version')}"

@@ -7,30 +7,28 @@ runner's own code does not."""
 from __future__ import annotations
 
 import ast
+import hashlib
 from pathlib import Path
 
 from .paths import REPO
 
-PACKAGE = REPO / "frameval"
-
-
-def _file(module: str) -> Path | None:
+def _file(module: str, root: Path) -> Path | None:
     rel = Path(*module.split("."))
-    for p in (REPO / rel.with_suffix(".py"), REPO / rel / "__init__.py"):
+    for p in (root / rel.with_suffix(".py"), root / rel / "__init__.py"):
         if p.is_file():
             return p
     return None
 
 
-def _module_of(path: Path) -> str:
-    rel = path.relative_to(REPO).with_suffix("")
+def _module_of(path: Path, root: Path) -> str:
+    rel = path.relative_to(root).with_suffix("")
     parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
     return ".".join(parts)
 
 
-def _imports(path: Path) -> set:
+def _imports(path: Path, root: Path) -> set:
     """The frameval modules `path` imports, at any depth of its code."""
-    mod = _module_of(path)
+    mod = _module_of(path, root)
     pkg = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
     out = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -46,25 +44,33 @@ def _imports(path: Path) -> set:
     return {m for m in out if m == "frameval" or m.startswith("frameval.")}
 
 
-def closure(*roots: str) -> list:
-    """The files of `roots` (dotted module names) and of every frameval module
-    they import, directly or not (a package brings its __init__), sorted."""
+def closure(*modules: str, root: Path = REPO) -> list:
+    """The files of `modules` (dotted names) and of every frameval module they
+    import, directly or not (a package brings its __init__), sorted."""
     seen: dict = {}
-    todo = list(roots)
+    todo = list(modules)
     while todo:
         mod = todo.pop()
         parts = mod.split(".")
         for i in range(1, len(parts) + 1):  # importing a.b.c runs a/__init__ and a/b/__init__ too
             name = ".".join(parts[:i])
-            p = _file(name)
+            p = _file(name, root)
             if p is None or name in seen:
                 continue
             seen[name] = p
-            todo.extend(_imports(p))
+            todo.extend(_imports(p, root))
     return sorted(set(seen.values()))
 
 
-def notebook_side(framework: str) -> list:
+def notebook_side(framework: str, root: Path = REPO) -> list:
     """The files a `framework` notebook's kernel imports from frameval."""
-    nb_modules = [_module_of(p) for p in sorted((PACKAGE / "nb").glob("*.py"))]
-    return closure(*nb_modules, f"frameval.fw.{framework}_support")
+    nb_modules = [_module_of(p, root) for p in sorted((root / "frameval" / "nb").glob("*.py"))]
+    return closure(*nb_modules, f"frameval.fw.{framework}_support", root=root)
+
+
+def digest(framework: str, root: Path = REPO) -> str:
+    """The hash of those files, each by its path in the clone and its content."""
+    h = hashlib.sha256()
+    for p in notebook_side(framework, root):
+        h.update(p.relative_to(root).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()[:16]

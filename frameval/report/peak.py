@@ -87,7 +87,7 @@ def gflops_cell(w, S):
         return cell(fmt.NA, None, "na")
     shares = [f"{fmt.sig(w[k] * 100, 2)}%" if w.get(k) is not None else fmt.NA for k in ("peak_share", "ceiling_share")]
     text = fmt.sig(w["gflops"]) + f" ({shares[0]} · {shares[1]})"
-    return cell(("⚠ " if over_limit(w) else "") + text, w["gflops"], "flag" if over_limit(w) else "",
+    return cell(text, w["gflops"], "flag" if over_limit(w) else "",  # flagged: the summary's alert says why
                 S("tip_gflops", flops=fmt.integer(w["flops"]), peak=fmt.sig(w["peak"]) if w["peak"] else fmt.NA,
                   ceiling=fmt.sig(w["ceiling"]) if w.get("ceiling") else fmt.NA))
 

@@ -5,7 +5,9 @@ earliest, per workload and mode (the verdict rules are in frameval/stats.py, the
 table in report/comparison.py)."""
 from __future__ import annotations
 
+from .. import speed, stats
 from ..versionkey import version_key
+from . import fmt
 from .comparison import comparison_table, notes
 from .spec import MODES, WORKLOADS, framework_name, order_key
 
@@ -61,5 +63,28 @@ def version_section(rows, S, threshold=0.10):
     if not lines:
         return None
     table = comparison_table(lines, S, threshold, "table-versions", S("col_cmp_base"), S("col_cmp_new"))
-    return {"table": table, "notes": notes(table["lines"], S, threshold),
+    return {"table": table, "notes": notes(table["lines"], S, threshold) + tests_differ(lines, table["lines"], S, threshold),
             "intro": S("versions_intro", pct=f"{threshold * 100:g}%")}
+
+
+def _windows(runs) -> list:
+    return [rs for rs in (speed.rates(r.timing.get("windows")) for r in runs if r.status == "ok") if rs]
+
+
+def tests_differ(lines, computed, S, threshold) -> list:
+    """Where the ranking's interval calls one version slower and this table does
+    not: why the two tests differ. They never point opposite ways: both rest on
+    speed.side_rate (the median of the runs' medians), so their directions agree."""
+    out = []
+    for ln, c in zip(lines, computed):
+        a, b = _windows(ln["runs_a"]), _windows(ln["runs_b"])
+        if not a or not b or c["verdict"] in ("faster", "slower"):
+            continue
+        fast, slow, fv, sv = (a, b, ln["a"], ln["b"]) if speed.side_rate(a) >= speed.side_rate(b) else (b, a, ln["b"], ln["a"])
+        iv = speed.ratio_interval(fast, slow)
+        if iv and iv["verdict"] == "slower":
+            out.append(S("cmp_note_tests_differ", framework=ln["framework"], workload=S("wl_" + ln["workload"]),
+                         mode=ln["mode"], slow=sv, fast=fv, ratio=fmt.ratio(iv["ratio"]),
+                         interval=fmt.interval(iv["lo"], iv["hi"]), pct=f"{threshold * 100:g}%",
+                         p=f"{stats.P_THRESHOLD:g}", needed=stats.repeats_needed()))
+    return out

@@ -1,0 +1,61 @@
+"""The run cache key holds everything that decides a result: a result measured
+under another instruction-set cap, on another CPU, or with another version of
+any frameval module the notebook's kernel imports is not reused, and the
+reason names what changed."""
+import json
+import shutil
+
+import pytest
+
+from frameval import execute, files, sources
+from frameval.plan import build_plan
+
+pytestmark = pytest.mark.fast
+
+
+def _finished(d, parts):
+    d.mkdir(parents=True)
+    (d / files.RESULT).write_text(json.dumps({"framework": "torch", "workload": "lenet", "status": "ok", "cache_parts": parts}))
+
+
+def test_a_changed_cap_runs_again_naming_it(tmp_path, monkeypatch):
+    run, = build_plan("torch", "lenet", "graph", "cpu", "quick", [])
+    monkeypatch.delenv("OPENBLAS_CORETYPE", raising=False)
+    before = execute.key_parts(run, "freeze")
+    _finished(tmp_path / "r", before)
+    assert execute.decide(run, tmp_path / "r", before, False).why == "unchanged"
+    monkeypatch.setenv("OPENBLAS_CORETYPE", "Haswell")
+    after = execute.key_parts(run, "freeze")
+    dec = execute.decide(run, tmp_path / "r", after, False)
+    assert dec.execute and dec.why == "changed: isa caps"
+
+
+def test_another_cpu_runs_again_naming_it(tmp_path, monkeypatch):
+    run, = build_plan("torch", "lenet", "graph", "cpu", "quick", [])
+    before = execute.key_parts(run, "freeze")
+    _finished(tmp_path / "r", before)
+    monkeypatch.setattr(execute.cpu, "identity", lambda: {"model": "Another CPU", "cores": 64})
+    assert execute.decide(run, tmp_path / "r", execute.key_parts(run, "freeze"), False).why == "changed: cpu"
+
+
+@pytest.mark.parametrize("fw", ["torch", "tensorflow", "paddle", "mindspore", "megengine", "mxnet", "jax"])
+def test_the_kernel_side_closure_holds_what_the_notebooks_import(fw):
+    names = {p.relative_to(sources.REPO).as_posix() for p in sources.notebook_side(fw)}
+    # nb/record.py imports result.py (the schema), files.py; check.py the catalog; paths, cpu, speed
+    assert {"frameval/catalog.py", "frameval/result.py", "frameval/files.py", "frameval/paths.py", "frameval/cpu.py",
+            "frameval/speed.py", "frameval/nb/record.py", f"frameval/fw/{fw}_support.py"} <= names
+    assert "frameval/pipeline.py" not in names and "frameval/report/build.py" not in names  # the runner's own code
+
+
+def test_a_change_to_the_catalog_runs_again_naming_it(tmp_path, monkeypatch):
+    run, = build_plan("torch", "lenet", "graph", "cpu", "quick", [])
+    before = execute.key_parts(run, "freeze")
+    _finished(tmp_path / "r", before)
+    clone = tmp_path / "clone"
+    shutil.copytree(sources.REPO / "frameval", clone / "frameval", ignore=shutil.ignore_patterns("__pycache__"))
+    assert sources.digest("torch", clone) == sources.digest("torch")  # the same files: the same key
+    with open(clone / "frameval" / "catalog.py", "a", encoding="utf-8") as f:
+        f.write("\n# one more line\n")
+    monkeypatch.setattr(execute.sources, "digest", lambda fw, root=clone, real=sources.digest: real(fw, root))
+    dec = execute.decide(run, tmp_path / "r", execute.key_parts(run, "freeze"), False)
+    assert dec.execute and dec.why == "changed: frameval"
