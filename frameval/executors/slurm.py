@@ -329,7 +329,7 @@ class Executor:
         if not jobs:
             ctx.say("frameval: slurm: nothing to submit (every run reused)")
             return False
-        if ctx.interrupted():
+        if ctx.cancel.is_set():
             return True
         for job in jobs:
             ctx.say(f"{job.label}: submitting ({job.why})")
@@ -384,7 +384,7 @@ def _wait(ctx, jobs, submitted, t0) -> bool:
     last, last_line, failed, cancelled = {}, 0.0, False, False
     left = {sj.job_id: (job.label, job.run, job.dir) for job, sj in zip(jobs, submitted)}
     while left:
-        if ctx.interrupted() and not cancelled:
+        if ctx.cancel.is_set() and not cancelled:
             say(f"frameval: cancelling Slurm job(s) {', '.join(sorted({j.split('_')[0] for j in left}))} (scancel)")
             cancel(left)
             cancelled = time.monotonic()
@@ -405,10 +405,10 @@ def _wait(ctx, jobs, submitted, t0) -> bool:
             last_line = time.monotonic()
             summary = ", ".join(f"{k} {v}" for k, v in sorted(_count(last[j] for j in left).items()))
             say(f"frameval: slurm: waiting for {len(left)} job(s): {summary} (elapsed {_fmt(time.monotonic() - t0)})")
-        for _ in range(int(POLL_S * 10)):
-            if ctx.interrupted() and not cancelled:
-                break
-            time.sleep(0.1)
+        if not cancelled:
+            ctx.cancel.event.wait(POLL_S)  # Ctrl-C ends the wait at once
+        else:
+            time.sleep(POLL_S)
     return failed
 
 
