@@ -130,7 +130,7 @@ class Cancel:
         """From the signal handler: stop starting runs, kill the one running."""
         self.event.set()
         proc = self.proc
-        if proc is not None and proc.returncode is None:
+        if proc is not None:  # reaped already, kill() still ends its kernel
             proc.kill()
 
     @contextlib.contextmanager

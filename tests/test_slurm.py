@@ -42,6 +42,28 @@ def wait_for_state(job: str, final: str, limit_s: float = 600) -> None:
     raise AssertionError(f"slurm job {job} never reached {final} (last seen: {st})")
 
 
+def survivors(out, limit_s: float = 120) -> list:
+    """Processes still working for `out` (a job's python, a kernel in a run
+    folder) once Slurm has ended its jobs; waits for them to go, up to
+    `limit_s` (a bound on a hang: Slurm's KillWait is 5 s)."""
+    import os
+    deadline, left = time.monotonic() + limit_s, []
+    while time.monotonic() < deadline:
+        left = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                cmd = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace")
+                cwd = os.readlink(f"/proc/{pid}/cwd")
+            except OSError:
+                continue
+            if str(out) in cmd or cwd.startswith(str(out)):
+                left.append(f"{pid} {cmd[:200]}")
+        if not left:
+            return []
+        time.sleep(1)
+    return left
+
+
 def test_bad_slurm_options_exit_2_before_anything_runs(tmp_path):
     for args, msg in ((["--executor", "pbs"], "--executor 'pbs'"),
                       (["--slurm-time", "5"], "only used with --executor slurm"),
@@ -100,6 +122,7 @@ def test_time_limit_is_recorded_as_timeout(tmp_path, slurm_cluster):
     assert r["slurm"]["state"] == "TIMEOUT" and "Slurm log" in r["error"]["traceback"]
     md = (out / "report.md").read_text()
     assert "TIMEOUT" in md and (out / "report.html").exists()
+    assert survivors(out) == []  # the run and its kernel ended with the job
 
 
 def test_scancel_and_ctrl_c_are_recorded_as_cancelled(tmp_path, slurm_cluster):
@@ -126,6 +149,7 @@ def test_scancel_and_ctrl_c_are_recorded_as_cancelled(tmp_path, slurm_cluster):
     assert f"slurm job {m.group(1)}" in rep.stdout and "CANCELLED" in rep.stdout, rep.stdout
     r = results(out)["lstm-eager"]
     assert r["error"]["type"] == "CANCELLED" and "CANCELLED" in (out / "report.md").read_text()
+    assert survivors(out) == []  # the run and its kernel ended with the job
     # Ctrl-C on the runner: it cancels its array, records it, writes the report
     out = tmp_path / "ctrlc"
     proc = subprocess.Popen([sys.executable, str(REPO / "run_all.py"), *long, "--out", str(out)],
@@ -139,4 +163,4 @@ def test_scancel_and_ctrl_c_are_recorded_as_cancelled(tmp_path, slurm_cluster):
     rest = proc.communicate(timeout=900)[0]  # a bound on a hang, not a timing
     assert proc.returncode == 130 and "scancel" in rest, "".join(lines) + rest
     assert results(out)["lstm-eager"]["error"]["type"] == "CANCELLED"
-    assert (out / "report.md").exists()
+    assert (out / "report.md").exists() and survivors(out) == []

@@ -61,6 +61,6 @@ def fresh_test_tmp():
     """The suite's temp folder, emptied: what the last run left (pytest's three
     kept runs, TensorFlow's autograph files, compile caches) goes now."""
     import shutil
-    shutil.rmtree(TEST_TMP, ignore_errors=True)
-    TEST_TMP.mkdir(parents=True)
+    shutil.rmtree(TEST_TMP, ignore_errors=True)  # a file a process still writes may stay
+    TEST_TMP.mkdir(parents=True, exist_ok=True)
     return TEST_TMP

@@ -202,6 +202,19 @@ def node_info() -> dict:
     return info
 
 
+def _end_with_the_job(cancel) -> None:
+    """Slurm ends a job (scancel, its time limit) with SIGTERM to the processes
+    it tracks. The run's papermill child and its kernel lead sessions of their
+    own, which a node without cgroups (proctrack/linuxproc) loses once their
+    parent is gone: they trained on, for hours. So the run is killed first,
+    kernel included, then this process ends as SIGTERM would have ended it;
+    the runner's finalize records Slurm's state, as before."""
+    def handler(signum, frame):
+        cancel.cancel()
+        os._exit(128 + signum)
+    signal.signal(signal.SIGTERM, handler)
+
+
 def run_on_node(task: dict) -> str:
     """One array element: the local execute path, on the node. Returns the status."""
     try:  # Slurm's time limit decides, not submitit's requeue-on-signal
@@ -226,8 +239,11 @@ def run_on_node(task: dict) -> str:
             line = f"frameval: error: --device gpu: no NVIDIA GPU visible on node {host} (looked for {LOOKED_FOR})"
             print(line, file=sys.stderr, flush=True)
             raise SlurmNodeError(line)
+    cancel = execute.Cancel()
+    _end_with_the_job(cancel)
     outcome = execute.execute(task["run"], d, task["kernel"], task["parts"], timeout=task["timeout"],
-                              env_fields=task["env_fields"], extra={"slurm": dict(info, state="COMPLETED")})
+                              env_fields=task["env_fields"], extra={"slurm": dict(info, state="COMPLETED")},
+                              cancel=cancel)
     print(f"frameval: {task['run'].name} on {host}: {outcome.status} in {outcome.seconds:.1f} s", flush=True)
     return outcome.status
 
