@@ -1,10 +1,19 @@
-"""The run command's configuration: a dataclass that validates itself (every
-check that needs no third-party package, in `__post_init__`), so bad input
-fails with one line and exit 2 before anything is built.
+"""The run command's configuration, in two steps, so bad input fails with one
+line and exit 2 before anything is built:
 
-Validation runs once. The validated config, its plan included, travels into
-the runner environment as data (`to_json` / `from_json`, handed to the
-re-executed process on its command line), not as environment flags.
+- `validate()` (from `__post_init__`): what the options say, the plan
+  included. Pure: it reads the user's files but asks no index, probes no
+  interpreter, creates no folder and sets no environment variable, so a
+  RunConfig can be made anywhere (tests, tools) without touching the machine.
+- `prepare()`: what the machine and the network say (the GPU, the offline
+  bundle's hashes, a way to full MNIST, the index for pins, the user's own
+  interpreters), then the side effects: `offline.activate()` and the output
+  folder. The command runs it once, before the runner environment is built.
+
+Both run once. The prepared config, its plan included, travels into the runner
+environment as a file (`write` / `load`; its path on the re-executed command
+line: a plan of thousands of runs is larger than the kernel allows one
+argument), not as environment flags.
 """
 from __future__ import annotations
 
@@ -59,14 +68,14 @@ class RunConfig:
     user_pythons: dict = field(default_factory=dict)
     user_probes: dict = field(default_factory=dict)
     validated: bool = False
+    prepared: bool = False
 
     def __post_init__(self):
         if isinstance(self.slurm, dict):
             self.slurm = SlurmConfig(**self.slurm)
         self.runs = [r if isinstance(r, Run) else Run(**dict(r, notebook=Path(r["notebook"]))) for r in self.runs]
         if not self.validated:
-            self._validate()
-            self.validated = True
+            self.validate()
 
     # ------------------------------------------------------------ data
     def to_json(self) -> str:
@@ -80,26 +89,58 @@ class RunConfig:
             raise BadInput("a run configuration that was not validated")
         return cls(**data)
 
+    def write(self, path) -> Path:
+        """The prepared config as a file, for the re-executed runner (`load`)."""
+        if not self.prepared:
+            raise BadInput("a run configuration that was not prepared")
+        return files.atomic_write_json(path, json.loads(self.to_json()), fsync=False)
+
+    @classmethod
+    def load(cls, path) -> "RunConfig":
+        """The config `write` handed over; the file is removed once read (it is
+        one process's hand-over, not a record: plan.json is that)."""
+        path = Path(path)
+        try:
+            config = cls.from_json(path.read_text())
+        except OSError as e:
+            raise BadInput(f"the run configuration {path} cannot be read ({e.strerror or e})") from None
+        path.unlink(missing_ok=True)
+        if not config.prepared:
+            raise BadInput("a run configuration that was not prepared")
+        return config
+
     @property
     def submits(self) -> bool:
         """Whether runs will really execute (not a dry run, setup or report only)."""
         return not (self.dry_run or self.setup_only or self.report_only)
 
     # ------------------------------------------------------------ checks
-    def _validate(self) -> None:
+    def validate(self) -> None:
+        """What the options themselves say; no side effects (the module doc)."""
         self._check_options()
         self._check_executor()
-        self._check_device()
         self._check_files()
         self._plan()
         self._check_out_path()
+        self._check_offline_options()
+        self._parse_user_pythons()
+        self._check_force()
+        self.validated = True
+
+    def prepare(self) -> None:
+        """What the machine and the index say, then the side effects; once."""
+        if self.prepared:
+            return
+        if not self.validated:
+            raise BadInput("a run configuration that was not validated")
+        self._check_device()
         self._check_offline()
         self._check_data()
         self._check_pins()
-        self._check_user_pythons()
-        self._check_force()
+        self._probe_user_pythons()
         if self.submits or self.setup_only:  # last: an input refused above creates nothing
             check_out_folder(Path(self.out), create=True)
+        self.prepared = True
 
     def _check_options(self) -> None:
         check_lang(self.lang)
@@ -185,14 +226,16 @@ class RunConfig:
     def needs_full_mnist(self) -> bool:
         return any(r.params.get("dataset") == "full" for r in self.runs)
 
+    def _check_offline_options(self) -> None:
+        if self.offline and not self.report_only and self.env_backend == "conda":
+            raise BadInput("--offline builds with the venv backend (conda needs its channels): use --env-backend venv")
+
     def _check_offline(self) -> None:
         """--offline BUNDLE: the bundle holds every environment to build, for its
         Python and this platform, and every file matches its hash; then the
         installers take packages from it alone (frameval/bundle/)."""
         if not self.offline or self.report_only:
             return
-        if self.env_backend == "conda":
-            raise BadInput("--offline builds with the venv backend (conda needs its channels): use --env-backend venv")
         from .bundle import manifest, offline
         from .bootstrap import RUNNER_SPEC
         from .envs.spec import framework_spec
@@ -202,7 +245,7 @@ class RunConfig:
             (k, framework_spec(k, self.device)) for k in dict.fromkeys(r.fw_key for r in self.runs) if k not in own]
         try:
             self.offline = str(Path(self.offline).expanduser().absolute())
-            self._bundle_data = manifest.check_bundle(self.offline, needed).get("data", [])
+            self._bundle_data = manifest.check_bundle(self.offline, needed).get("data", [])  # prepare() only
         except manifest.BundleError as e:
             raise BadInput(str(e)) from None
         offline.activate(self.offline)
@@ -212,7 +255,7 @@ class RunConfig:
         only when nothing local will do); not for a dry run, which builds nothing."""
         if not self.needs_full_mnist or self.dry_run or self.report_only:
             return
-        if self.offline and "data/mnist-full.npz" in self._bundle_data:
+        if self.offline and "data/mnist-full.npz" in getattr(self, "_bundle_data", ()):
             return
         from .data import FULL_MNIST_WAYS, full_mnist_way
         if not full_mnist_way(self.data_dir or None, self.download_mnist):
@@ -228,11 +271,10 @@ class RunConfig:
         if why:
             raise BadInput(why)
 
-    def _check_user_pythons(self) -> None:
-        """--python FW=PATH: each framework planned, each interpreter working, the
-        framework importable there, kernel-side packages present or installable."""
-        from .envs import UserEnvError, probe_user_python
-        planned = {r.framework for r in self.runs}
+    def _parse_user_pythons(self) -> None:
+        """--python FW=PATH: each framework known, planned and given once
+        (`_probe_user_pythons` then asks each interpreter)."""
+        planned, given = {r.framework for r in self.runs}, {}
         for item in self.pythons:
             fw, sep, path = item.partition("=")
             if not sep or not fw.strip() or not path.strip():
@@ -240,17 +282,23 @@ class RunConfig:
             fw = canonical_framework(fw.strip())
             if fw not in FRAMEWORKS:
                 raise BadInput(f"--python {item}: unknown framework {fw!r}; choose one of {', '.join(FRAMEWORKS)}")
-            if fw in self.user_pythons:
+            if fw in given:
                 raise BadInput(f"--python {fw}= given twice")
             if fw not in planned:
                 raise BadInput(f"--python {item}: {fw} is not among the planned frameworks "
                                f"({', '.join(sorted(planned))})")
-            path = str(Path(path.strip()).expanduser().absolute())
+            given[fw] = str(Path(path.strip()).expanduser().absolute())
+        self.user_pythons = given
+
+    def _probe_user_pythons(self) -> None:
+        """Each --python interpreter working, the framework importable there,
+        kernel-side packages present or installable."""
+        from .envs import UserEnvError, probe_user_python
+        for fw, path in self.user_pythons.items():
             try:
                 self.user_probes[fw] = probe_user_python(fw, path)
             except UserEnvError as e:
                 raise BadInput(str(e)) from None
-            self.user_pythons[fw] = path
 
     def _check_force(self) -> None:
         if not self.force or self.force == "all":

@@ -6,13 +6,15 @@ papermill is imported once per invocation, in the runner; each run calls its
 Python API in a forked child that starts its own session (os.setsid). The
 child reports the kernel's pid (jupyter_client starts kernels in a session of
 their own), so a run over its time limit or Ctrl-C kills both process groups,
-kernel included, and the runner goes on to the next run. The kernel is shut
+kernel included (through the `Cancel` the executor hands in), and the runner
+goes on to the next run. The kernel is shut
 down immediately once the notebook is done (nbclient's
 shutdown_kernel="immediate"): result.json is written by then. Where there is
 no fork (Windows), papermill's command line runs in a subprocess instead.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -21,6 +23,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from dataclasses import dataclass
@@ -104,7 +107,45 @@ class Interrupted(Exception):
     pass
 
 
-_current: dict = {}
+class Cancel:
+    """Ctrl-C for the runs: an event, set once by the runner's signal handler,
+    and the process running now. The pipeline makes one and hands it to the
+    executor (ExecContext.cancel), which hands it to each run.
+
+    A process registered after the event is set is killed on registration, so
+    a signal that lands between a run's start and its registration is never
+    missed. There is no lock: the handler runs in the main thread between two
+    bytecodes, so a lock held there would deadlock it; the order (store the
+    process, then read the event; set the event, then read the process)
+    leaves no interleaving in which both sides miss each other."""
+
+    def __init__(self):
+        self.event = threading.Event()
+        self.proc = None
+
+    def is_set(self) -> bool:
+        return self.event.is_set()
+
+    def cancel(self) -> None:
+        """From the signal handler: stop starting runs, kill the one running."""
+        self.event.set()
+        proc = self.proc
+        if proc is not None:  # reaped already, kill() still ends its kernel
+            proc.kill()
+
+    @contextlib.contextmanager
+    def running(self, proc, kill_if_cancelled: bool = True):
+        """`proc` is the process a Ctrl-C kills while the block runs. With
+        `kill_if_cancelled`, one cancelled already is killed at once; the
+        collector, started after Ctrl-C to write the report, is not (a second
+        Ctrl-C kills it)."""
+        self.proc = proc
+        try:
+            if kill_if_cancelled and self.event.is_set():
+                proc.kill()
+            yield proc
+        finally:
+            self.proc = None
 
 
 def _kill_group(proc):
@@ -112,13 +153,6 @@ def _kill_group(proc):
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-
-
-def terminate_current():
-    """Called from the runner's signal handler: kill the running notebook."""
-    proc = _current.get("proc")
-    if proc is not None and proc.returncode is None:
-        proc.kill()
 
 
 # ------------------------------------------------------------- papermill runs
@@ -207,6 +241,11 @@ class PapermillRun:
     def kill(self):
         """SIGKILL the child's process group and every kernel's (the whole tree)."""
         self._read_kernel_pids()
+        if self.returncode is None:  # the child itself too: just forked, it may not lead its group yet
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
         for pgid in ([self.pid] if self.returncode is None else []) + self.kernel_pids:
             try:
                 os.killpg(pgid, signal.SIGKILL)
@@ -297,17 +336,23 @@ def start_papermill(input_path, output_path, params: dict, kernel: str, cwd, log
 
 
 def execute(run: Run, d: Path, kernel: str, parts: dict, timeout: float | None = None,
-            start_timeout: int = 120, env_fields: dict | None = None, extra: dict | None = None) -> Outcome:
+            start_timeout: int = 120, env_fields: dict | None = None, extra: dict | None = None,
+            cancel: Cancel | None = None) -> Outcome:
     """Run the notebook into `d` (output.ipynb, result.json). Never raises for a
     notebook failure: the results store records it. `env_fields` are added to
     result["environment"] (where the environment came from), `extra` to the
-    result itself (the Slurm node, under "slurm")."""
+    result itself (the Slurm node, under "slurm"). Raises Interrupted when
+    `cancel` stopped the run (or it was set before; the folder is then left as
+    it was); a run that finished before the kill keeps its result."""
+    cancel = cancel or Cancel()  # a Slurm node: Slurm's own signals end the job
+    if cancel.is_set():
+        raise Interrupted()
     results.clear_for_run(d)
     params = dict(run.params, out_dir=str(d))
     load_papermill()  # once per invocation, outside the run's clock
     t0 = time.perf_counter()
     proc = start_papermill(run.notebook, d / files.OUTPUT_NB, params, kernel, d, d / files.PAPERMILL_LOG, start_timeout)
-    error = _wait(proc, timeout, d / files.PAPERMILL_LOG)
+    error = _wait(proc, timeout, d, cancel)
     secs = time.perf_counter() - t0
     res = results.finished_record(d) if error is None and proc.returncode == 0 else None
     if res is None and error is None:
@@ -322,28 +367,23 @@ def execute(run: Run, d: Path, kernel: str, parts: dict, timeout: float | None =
     return Outcome("failed", secs, f"{error[0]}: {error[1]}")
 
 
-def _wait(proc, timeout, log: Path) -> tuple | None:
-    """Wait for the run; (type, message, log tail) if it was killed (time limit, Ctrl-C), else None."""
+def _wait(proc, timeout, d: Path, cancel: Cancel) -> tuple | None:
+    """Wait for the run; (type, message, log tail) if it was killed (time limit, Ctrl-C), else None.
+    A run that ended by itself with its record written before Ctrl-C killed it
+    finished: its result stands (the executor stops before the next run)."""
     error = None
-    _current["proc"] = proc
-    try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-        error = "Timeout", f"run exceeded --timeout {timeout:g} s and was killed"
-    finally:
-        _current.pop("proc", None)
-    if _current.pop("interrupted", False):
+    with cancel.running(proc):
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            error = "Timeout", f"run exceeded --timeout {timeout:g} s and was killed"
+    finished = error is None and proc.returncode == 0 and results.finished_record(d) is not None
+    if cancel.is_set() and not finished:
         proc.kill()  # the kernel's group too, if the child was gone first
         error = "Interrupted", "the runner was interrupted (SIGINT/SIGTERM) during this run"
-    return None if error is None else (*error, files.tail(log))
-
-
-def mark_interrupted():
-    _current["interrupted"] = True
-    terminate_current()
-
+    return None if error is None else (*error, files.tail(d / files.PAPERMILL_LOG))
 
 
 

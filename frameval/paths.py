@@ -49,6 +49,12 @@ def envs_dir() -> Path:
     return user_cache_dir() / "envs"
 
 
+def handoff_dir() -> Path:
+    """Where a command leaves its prepared configuration for the process it
+    re-executes inside the runner environment (which removes it once read)."""
+    return user_cache_dir() / "handoff"
+
+
 def hand_runs_dir() -> Path:
     """Where notebooks run by hand (no `out_dir` given) write: an output folder
     like run_all.py's (`runs/<framework>/<workload>-<mode>[@changed=params]/result.json`

@@ -59,7 +59,7 @@ class Pipeline:
     def __init__(self, config):
         self.config, self.runs, self.argv = config, config.runs, config.argv
         self.out = Path(config.out).resolve()
-        self.interrupted = False
+        self.cancel = execute.Cancel()  # Ctrl-C: set by the signal handler, handed to the executor
         self.executor = executors.get(config.executor)
 
     def say(self, msg: str):
@@ -93,7 +93,7 @@ class Pipeline:
                       file=sys.stderr, flush=True)
                 return EXIT_FAILED
             code = self.collect([str(self.out)])
-        if self.interrupted:
+        if self.cancel.is_set():
             return EXIT_INTERRUPTED
         return EXIT_FAILED if failed or code else 0
 
@@ -101,15 +101,14 @@ class Pipeline:
         """What the executor is handed: no more than it needs."""
         cfg = self.config
         return ExecContext(out=self.out, total=len(self.runs), timeout=cfg.timeout, device=cfg.device, say=self.say,
-                           interrupted=lambda: self.interrupted,
+                           cancel=self.cancel,
                            options=cfg.slurm if cfg.executor == "slurm" else None)
 
     def _install_signals(self):
         def handler(signum, frame):
-            self.interrupted = True
+            self.cancel.cancel()  # first: nothing below may delay the kill
             self.say(f"\nframeval: {signal.Signals(signum).name} received: stopping the current run, "
                      "then writing the report with what has finished")
-            execute.mark_interrupted()
         signal.signal(signal.SIGINT, handler)
         signal.signal(signal.SIGTERM, handler)
 
@@ -260,11 +259,8 @@ class Pipeline:
         log = self.out / ".collect.log"
         proc = execute.start_papermill(REPO / "notebooks" / "collect.ipynb", self.out / "collect.ipynb", params,
                                        RUNNER_KERNEL, self.out, log)
-        execute._current["proc"] = proc  # Ctrl-C kills it as it does a run
-        try:
+        with self.cancel.running(proc, kill_if_cancelled=False):  # a Ctrl-C from now on kills it
             code = proc.wait()
-        finally:
-            execute._current.pop("proc", None)
         if code != 0:
             kind, message, _ = execute.notebook_error(self.out / "collect.ipynb", log, code)
             log.unlink(missing_ok=True)

@@ -1,7 +1,8 @@
 """What `python3 run_all.py test` sets up on the machine before pytest starts:
 the system browser that tests/test_report.py drives (headless Chromium, through
-the client in tests/browser.py). Installing it is a printed step here, never a
-side effect inside a test; a browser still missing is a test failure that
+Playwright's `executable_path`: Playwright's own browser download is never
+used), and the flags it runs with. Installing it is a printed step here, never
+a side effect inside a test; a browser still missing is a test failure that
 names INSTALL. Standard library only."""
 from __future__ import annotations
 
@@ -12,6 +13,12 @@ from pathlib import Path
 
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "chrome")
 INSTALL = "apt-get update && apt-get install -y --no-install-recommends chromium"
+# Chromium as root needs --no-sandbox; the rest keep it from calling home (updates,
+# sync, field trials, QUIC) so that the only requests are the page's own.
+CHROMIUM_FLAGS = ("--no-sandbox", "--disable-background-networking", "--disable-component-update",
+                  "--disable-sync", "--no-first-run", "--disable-quic", "--disable-gpu",
+                  "--disable-default-apps", "--disable-extensions", "--no-default-browser-check",
+                  "--hide-scrollbars", "--mute-audio")
 
 
 def chromium_path() -> str | None:

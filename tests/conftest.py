@@ -36,3 +36,18 @@ def matrix(tmp_path_factory):
         r = json.loads(f.read_text())
         results[(r["framework"], r["workload"], r["mode"])] = r
     return {"out": out, "proc": p, "results": results}
+
+
+def bare_python() -> str:
+    """A Python outside the runner environment: run_all.py started with it
+    builds (or finds) the runner environment and re-executes inside it, the
+    path a user's `python3 run_all.py` takes."""
+    import shutil
+    for cand in (getattr(sys, "_base_executable", ""), shutil.which("python3") or "", "/usr/bin/python3"):
+        if not cand or not Path(cand).exists():
+            continue
+        prefix = subprocess.run([cand, "-c", "import sys; print(sys.prefix)"], capture_output=True, text=True,
+                                timeout=60).stdout.strip()
+        if prefix and Path(prefix).resolve() != Path(sys.prefix).resolve():
+            return cand
+    pytest.skip("no Python outside the runner environment on this machine")

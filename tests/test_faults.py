@@ -47,11 +47,14 @@ def test_notebook_failure_is_recorded_and_others_go_on(tmp_path, kind, err_type)
 
 
 def test_timeout_kills_the_run(tmp_path):
-    t0 = time.time()
+    """The fault sleeps an hour: a Timeout record, after --timeout and well
+    before the hour, says the runner killed it (no wall-clock bound on the
+    whole invocation, whose other run takes what this machine takes)."""
     p = run_with_fault(tmp_path, "torch/lenet:sleep", "--timeout", "45")
-    assert p.returncode == 1 and time.time() - t0 < 400
+    assert p.returncode == 1
     r = results(tmp_path)
     assert r["lenet-eager"]["error"]["type"] == "Timeout" and r["lstm-eager"]["status"] == "ok"
+    assert 45 <= r["lenet-eager"]["wall_s"] < 3600
 
 
 def test_cache_corrupt_result_and_one_parameter_change(tmp_path):
@@ -80,15 +83,24 @@ def test_cache_corrupt_result_and_one_parameter_change(tmp_path):
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_interrupt_keeps_results_and_resumes(tmp_path, sig):
-    proc = subprocess.Popen([sys.executable, str(REPO / "run_all.py"), *SMALL, "--out", str(tmp_path)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    """The signal goes once the second run has trained an epoch (its partial
+    record is there: a file, which no poll can miss), and that run has more
+    epochs than any machine finishes, so it is stopped mid-run whatever the
+    machine's speed. (A signal before a run starts, or between its start and
+    its registration, is tests/test_cancel.py's.)"""
+    proc = subprocess.Popen([sys.executable, str(REPO / "run_all.py"), *SMALL, "-p", "dcgan.epochs=100000",
+                             "--out", str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines = []
     for line in proc.stdout:  # wait until the first run finished and the second started
         lines.append(line)
         if "[2/3]" in line and "running" in line:
-            time.sleep(3)
-            proc.send_signal(sig)
             break
+    partial = tmp_path / "runs/torch/dcgan-eager/result.partial.json"
+    deadline = time.monotonic() + 900  # a bound on a hang, not a timing
+    while not partial.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert partial.exists(), "".join(lines)
+    proc.send_signal(sig)
     rest = proc.communicate(timeout=300)[0]
     assert proc.returncode == 130, "".join(lines) + rest
     r = results(tmp_path)

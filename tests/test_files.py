@@ -46,7 +46,7 @@ HOLD = textwrap.dedent("""
     from frameval import locks
     with locks.file_lock(sys.argv[1]):
         print("held", flush=True)
-        time.sleep(30)
+        time.sleep(3600)  # until the test kills it: a holder that lets go by itself races a slow test
 """)
 
 

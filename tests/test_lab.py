@@ -45,7 +45,7 @@ def test_every_notebook_names_a_registered_kernel(matrix):
         assert nbfile.read(path)["metadata"]["kernelspec"]["name"] in registered, path
 
 
-def wait_until_serving(base, token, server, log_path, seconds=60):
+def wait_until_serving(base, token, server, log_path, seconds=300):
     """The URL is printed once the socket is bound; wait until the API answers.
     A server that died instead fails here with its exit code and its log."""
     deadline, last = time.time() + seconds, None

@@ -17,7 +17,7 @@ def test_probe_measures_positive_figures_and_records_its_method(tmp_path):
     lines = []
     m = probe.record(tmp_path, lines.append)
     assert m["peak_gflops_1"] > 0 and m["peak_gflops_all"] > 0 and m["bandwidth_gbs"] > 0
-    assert m["threads_all"] >= 1 and m["seconds"] > 0
+    assert m["threads_all"] >= 1 and m["seconds"] > 0  # its duration is this machine's, not bounded here
     assert "numpy.matmul" in m["method"]["matmul"] and "float32" in m["method"]["matmul"]
     assert "copy" in m["method"]["copy"]
     on_disk = json.loads((tmp_path / probe.MACHINE).read_text())

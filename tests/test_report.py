@@ -35,7 +35,9 @@ SOURCES = [FIX / "cpu", FIX / "gpu"]
 TITLE = "Bench <script>alert('title')</script> & co"
 XSS = '<script>alert("pwned")</script>'
 NOTES = "# Notes\n\nThe author's **own** words. <script>alert('notes')</script>\n\n![remote](http://example.com/x.png)\n"
-SCREENSHOT = Path("/tmp/frameval-report-screenshot.png")
+# Kept for a person to look at after `run_all.py test` (not the system temp folder).
+SHOTS = REPO / ".frameval" / "test-output" / "screenshots"
+SCREENSHOT = SHOTS / "frameval-report-screenshot.png"
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
@@ -395,7 +397,7 @@ def test_browser_renders_report(built, lang, tmp_path):
     starts (frameval/testtools.py); missing, it is a failure, not a skip."""
     from frameval.testtools import INSTALL, chromium_path
     assert chromium_path(), f"no chromium to open the report in; install it: {INSTALL}"
-    from browser import inspect
+    from report_page import inspect
     info = inspect(Path(built[lang]["info"]["html"]), tmp_path / "shots")
     imgs = info["images"]
     assert imgs and all(i["w"] > 0 and i["h"] > 0 for i in imgs), [i for i in imgs if not i["w"]]
@@ -413,6 +415,7 @@ def test_browser_renders_report(built, lang, tmp_path):
     shot = Path(info["screenshots"]["desktop"])
     assert shot.stat().st_size > 10_000
     if lang == "zh":
+        SHOTS.mkdir(parents=True, exist_ok=True)
         shutil.copy(shot, SCREENSHOT)
         shutil.copy(info["screenshots"]["phone"], SCREENSHOT.with_name("frameval-report-screenshot-phone.png"))
 
@@ -421,17 +424,32 @@ def test_chinese_page_draws_its_text_without_a_cjk_font(built, tmp_path):
     """A reader with no CJK font at all (Chromium given Latin fonts only) sees
     every Chinese character of the zh page drawn, not a box: the page embeds
     what it needs. Each character is drawn in its element's font and compared
-    with a character no font has (tests/browser.py, GLYPH_CHECK)."""
+    with a character no font has (tests/report_page.py, GLYPH_CHECK)."""
     from frameval.testtools import INSTALL, chromium_path
     assert chromium_path(), f"no chromium to open the report in; install it: {INSTALL}"
-    from browser import inspect
+    from report_page import inspect
     info = inspect(Path(built["zh"]["info"]["html"]), tmp_path / "shots", fonts="bare")
+    SHOTS.mkdir(parents=True, exist_ok=True)
     shutil.copy(info["screenshots"]["desktop"], SCREENSHOT.with_name("frameval-report-screenshot-bare.png"))
     glyphs = info["glyphs"]
     assert len(glyphs["checked"]) > 300, glyphs
     missing = glyphs["missing"]
     assert not missing, f"{len(missing)} of {len(glyphs['checked'])} characters drawn as boxes: {missing[:80]}"
     assert info["external_requests"] == [] and not info["failed_loads"], info["failed_loads"]
+
+
+def test_the_browser_checks_can_fail(tmp_path):
+    """The browser's two refusals work: a page that reaches for the network
+    has that request listed (and refused), and Chinese text with no font that
+    has it is found drawn as boxes by the bare-font check."""
+    page = tmp_path / "bad.html"
+    page.write_text('<!doctype html><html><head><meta charset="utf-8"></head><body>'
+                    '<p style="font-family: sans-serif">中文字</p>'
+                    '<img src="http://example.invalid/x.png" alt="x"></body></html>', encoding="utf-8")
+    from report_page import inspect
+    info = inspect(page, fonts="bare")
+    assert info["external_requests"] == ["http://example.invalid/x.png"], info["requests"]
+    assert set(info["glyphs"]["missing"]) == set("中文字"), info["glyphs"]
 
 
 def test_check_cell_names_the_failing_tensors():

@@ -6,7 +6,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -175,9 +174,7 @@ def test_parallel_builds_one_line_each_and_failure_names_its_log(cache, monkeypa
         done[fw] = env
         lines.append(f"{fw}: {'ok' if isinstance(env, envs.Env) else str(env).splitlines()[0]}")
 
-    t0 = time.perf_counter()
     out = envs.ensure_frameworks(["alpha", "beta", "gamma"], echo=lines.append, on_done=on_done)
-    assert time.perf_counter() - t0 < 300
     assert set(done) == {"alpha", "beta", "gamma"}
     assert isinstance(out["alpha"], envs.Env) and isinstance(out["beta"], envs.Env)
     err = str(out["gamma"]).splitlines()[0]

@@ -6,6 +6,7 @@ metadata without downloading anything.
 """
 from __future__ import annotations
 
+import contextlib
 import shutil
 import tempfile
 import time
@@ -60,10 +61,12 @@ def make(out, targets, python_version: str, plat: str, device: str, full: bool =
          dry_run: bool = False, echo=print) -> dict:
     """Write the bundle into `out` for `targets` [(label, EnvSpec)]; returns the manifest."""
     out = Path(out)
-    logs = Path(tempfile.mkdtemp(prefix="frameval-bundle-")) if dry_run else out  # a dry run writes nothing
-    logs.mkdir(parents=True, exist_ok=True)
     envs, unique = {}, {}
-    with open(logs / "bundle.log", "a") as log:
+    with contextlib.ExitStack() as held:
+        # a dry run writes nothing: its log lives in a folder removed when it is done
+        logs = Path(held.enter_context(tempfile.TemporaryDirectory(prefix="frameval-bundle-"))) if dry_run else out
+        logs.mkdir(parents=True, exist_ok=True)
+        log = held.enter_context(open(logs / "bundle.log", "a"))
         for label, spec in targets:
             envs[label], rels = env_entry(label, spec, python_version or spec.python, plat, out, log, dry_run, echo)
             unique.update(rels)

@@ -1,20 +1,21 @@
 """The default command, `python3 run_all.py [run] [options]`: parse the
-options into a RunConfig that validates itself (standard library only: bad
+options into a RunConfig, validate and prepare it (standard library only: bad
 input exits 2 with one line before anything is built), build the runner
-environment and re-execute inside it with the validated config, then hand over
-to the pipeline: plan -> environments -> runs -> report."""
+environment and re-execute inside it with the prepared config's file, then
+hand over to the pipeline: plan -> environments -> runs -> report."""
 from __future__ import annotations
 
 import argparse
+import os
 
 from ..catalog import FRAMEWORKS, PROFILES, WORKLOADS
 from ..checks import default_env_backend
 from ..config import RunConfig
 from ..executors import slurm_config
 from ..exits import BadInput, fail
-from ..paths import REPO
+from ..paths import REPO, handoff_dir
 
-# The re-executed runner gets the validated config as data, after this marker.
+# The re-executed runner gets the prepared config's file, after this marker.
 VALIDATED = "--validated-config"
 
 EPILOG = """examples:
@@ -113,26 +114,38 @@ def _sweep_options(p) -> None:
 
 
 def config_from(args, argv) -> RunConfig:
-    """The RunConfig of parsed options; bad input exits 2 with one line."""
+    """The prepared RunConfig of parsed options; bad input exits 2 with one line."""
     opts = {k: v for k, v in vars(args).items() if not k.startswith("slurm_") and k != "executor"}
     try:
-        return RunConfig(argv=list(argv), executor=args.executor,
-                         slurm=slurm_config.SlurmConfig.from_args(args), **opts)
+        config = RunConfig(argv=list(argv), executor=args.executor,
+                           slurm=slurm_config.SlurmConfig.from_args(args), **opts)
+        config.prepare()
+        return config
+    except BadInput as e:
+        fail(str(e))
+
+
+def _handed_over(path) -> RunConfig:
+    try:
+        return RunConfig.load(path)
     except BadInput as e:
         fail(str(e))
 
 
 def main(argv) -> int:
     if argv[:1] == [VALIDATED] and len(argv) == 2:
-        config = RunConfig.from_json(argv[1])
+        config = _handed_over(argv[1])
     else:
         config = config_from(parser().parse_args(argv), argv)
         from ..bootstrap import ensure_runner
         prebuild = [] if (config.dry_run or config.report_only) else [
             (fw, config.device) for fw in dict.fromkeys(r.fw_key for r in config.runs)
             if fw not in config.user_pythons]
-        # re-executes inside the runner env if needed (building it, and the framework envs beside it)
-        ensure_runner(["run", VALIDATED, config.to_json()], backend=config.env_backend, prebuild=prebuild)
+        handoff = config.write(handoff_dir() / f"run-{os.getpid()}.json")
+        # re-executes inside the runner env if needed (building it, and the framework envs beside it);
+        # the config goes as a file: thousands of planned runs overflow one argument (E2BIG)
+        ensure_runner(["run", VALIDATED, str(handoff)], backend=config.env_backend, prebuild=prebuild)
+        handoff.unlink(missing_ok=True)  # already inside the runner: nobody else reads it
     if config.offline and not (config.dry_run or config.report_only):
         from ..bundle.offline import install_data
         install_data(config.offline)

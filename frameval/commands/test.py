@@ -1,12 +1,19 @@
 """`python3 run_all.py test [--fast] [--env-backend B] [pytest args]`: the
 runner environment (built with B's backend), the system browser (a printed
-setup step; the fast loop has no browser test), then pytest."""
+setup step; the fast loop has no browser test), then pytest.
+
+The suite's temporary files go to the clone's `.frameval/test-tmp/` (TMPDIR,
+inherited by every run_all.py, kernel, Chromium and Slurm job the tests start;
+pytest's own tmp_path folders live there too), emptied when the next test
+command starts: a test run leaves nothing in the system temp folder."""
 from __future__ import annotations
 
 import os
 import sys
 
 from ..paths import REPO
+
+TEST_TMP = REPO / ".frameval" / "test-tmp"
 from ..checks import check_env_backend, default_env_backend
 from ..exits import BadInput, fail
 
@@ -45,5 +52,15 @@ def main(argv) -> int:
     env = jupyter_env()
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")]))
     env["FRAMEVAL_ENV_BACKEND"] = backend  # what the tests' own run_all.py calls use
+    env["TMPDIR"] = str(fresh_test_tmp())
     cmd = [sys.executable, "-m", "pytest", *(["-m", "fast"] if fast else []), *(pytest_args or ["tests"])]
     os.execve(sys.executable, cmd, env)
+
+
+def fresh_test_tmp():
+    """The suite's temp folder, emptied: what the last run left (pytest's three
+    kept runs, TensorFlow's autograph files, compile caches) goes now."""
+    import shutil
+    shutil.rmtree(TEST_TMP, ignore_errors=True)  # a file a process still writes may stay
+    TEST_TMP.mkdir(parents=True, exist_ok=True)
+    return TEST_TMP

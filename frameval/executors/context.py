@@ -29,5 +29,5 @@ class ExecContext:
     timeout: float                  # seconds a run may take
     device: str
     say: Callable[[str], None]      # one progress line
-    interrupted: Callable[[], bool]  # SIGINT/SIGTERM received: stop starting runs
+    cancel: object                  # execute.Cancel: SIGINT/SIGTERM received (stop starting runs), kills the run
     options: object = None          # the executor's own options (SlurmConfig for slurm)

@@ -24,13 +24,13 @@ class Executor:
         done_s, failed = [], False
         t_start = time.perf_counter()
         for k, job in enumerate(jobs, 1):
-            if ctx.interrupted():
+            if ctx.cancel.is_set():
                 failed = True
                 break
             ctx.say(f"{job.label}: running ({job.why}) ...")
             try:
                 outcome = execute.execute(job.run, job.dir, job.kernel, job.parts, timeout=ctx.timeout,
-                                          env_fields=job.env_fields)
+                                          env_fields=job.env_fields, cancel=ctx.cancel)
             except execute.Interrupted:
                 ctx.say(f"{job.label}: interrupted")
                 failed = True

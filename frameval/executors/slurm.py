@@ -202,6 +202,19 @@ def node_info() -> dict:
     return info
 
 
+def _end_with_the_job(cancel) -> None:
+    """Slurm ends a job (scancel, its time limit) with SIGTERM to the processes
+    it tracks. The run's papermill child and its kernel lead sessions of their
+    own, which a node without cgroups (proctrack/linuxproc) loses once their
+    parent is gone: they trained on, for hours. So the run is killed first,
+    kernel included, then this process ends as SIGTERM would have ended it;
+    the runner's finalize records Slurm's state, as before."""
+    def handler(signum, frame):
+        cancel.cancel()
+        os._exit(128 + signum)
+    signal.signal(signal.SIGTERM, handler)
+
+
 def run_on_node(task: dict) -> str:
     """One array element: the local execute path, on the node. Returns the status."""
     try:  # Slurm's time limit decides, not submitit's requeue-on-signal
@@ -226,8 +239,11 @@ def run_on_node(task: dict) -> str:
             line = f"frameval: error: --device gpu: no NVIDIA GPU visible on node {host} (looked for {LOOKED_FOR})"
             print(line, file=sys.stderr, flush=True)
             raise SlurmNodeError(line)
+    cancel = execute.Cancel()
+    _end_with_the_job(cancel)
     outcome = execute.execute(task["run"], d, task["kernel"], task["parts"], timeout=task["timeout"],
-                              env_fields=task["env_fields"], extra={"slurm": dict(info, state="COMPLETED")})
+                              env_fields=task["env_fields"], extra={"slurm": dict(info, state="COMPLETED")},
+                              cancel=cancel)
     print(f"frameval: {task['run'].name} on {host}: {outcome.status} in {outcome.seconds:.1f} s", flush=True)
     return outcome.status
 
@@ -329,7 +345,7 @@ class Executor:
         if not jobs:
             ctx.say("frameval: slurm: nothing to submit (every run reused)")
             return False
-        if ctx.interrupted():
+        if ctx.cancel.is_set():
             return True
         for job in jobs:
             ctx.say(f"{job.label}: submitting ({job.why})")
@@ -384,7 +400,7 @@ def _wait(ctx, jobs, submitted, t0) -> bool:
     last, last_line, failed, cancelled = {}, 0.0, False, False
     left = {sj.job_id: (job.label, job.run, job.dir) for job, sj in zip(jobs, submitted)}
     while left:
-        if ctx.interrupted() and not cancelled:
+        if ctx.cancel.is_set() and not cancelled:
             say(f"frameval: cancelling Slurm job(s) {', '.join(sorted({j.split('_')[0] for j in left}))} (scancel)")
             cancel(left)
             cancelled = time.monotonic()
@@ -405,10 +421,10 @@ def _wait(ctx, jobs, submitted, t0) -> bool:
             last_line = time.monotonic()
             summary = ", ".join(f"{k} {v}" for k, v in sorted(_count(last[j] for j in left).items()))
             say(f"frameval: slurm: waiting for {len(left)} job(s): {summary} (elapsed {_fmt(time.monotonic() - t0)})")
-        for _ in range(int(POLL_S * 10)):
-            if ctx.interrupted() and not cancelled:
-                break
-            time.sleep(0.1)
+        if not cancelled:
+            ctx.cancel.event.wait(POLL_S)  # Ctrl-C ends the wait at once
+        else:
+            time.sleep(POLL_S)
     return failed
 
 

@@ -325,12 +325,9 @@ class Checker:
         verdict allows it and a diagnosis says so). Computed only when a
         gradient or update error is over its tolerance."""
         def flipped():
-            R.KINK, R.KINK_FLIPS[0] = KINK_FRACTION, 0
-            try:
-                return R.dcgan_train(self.w0["generator"], self.w0["discriminator"], self.batches, self.lr), \
-                    R.KINK_FLIPS[0]
-            finally:
-                R.KINK = None
+            kink = R.Kink(KINK_FRACTION)
+            return R.dcgan_train(self.w0["generator"], self.w0["discriminator"], self.batches, self.lr,
+                                 kink=kink), kink.flips
         out = self._safe("kink", flipped)
         if out is None or not out[1]:
             return

@@ -31,22 +31,6 @@ FOLDER = "reference"
 GROUPS = ("grads", "grad_min", "weights")
 
 
-def _snapshot() -> dict:
-    return {k: v for k, v in vars(R).items() if callable(v) or k.isupper()}
-
-
-# What the reference module holds as shipped. A test (or a user) that patches a
-# function or a constant in it computes another function: such a result is
-# neither read from nor written to the cache.
-_SHIPPED = _snapshot()
-
-
-def _pristine() -> bool:
-    now = _snapshot()
-    return now.keys() == _SHIPPED.keys() and all(now[k] is _SHIPPED[k] or (k.isupper() and now[k] == _SHIPPED[k])
-                                                  for k in now)
-
-
 def enabled() -> bool:
     return os.environ.get(ENV, "1").strip().lower() not in ("0", "no", "false", "off")
 
@@ -104,7 +88,7 @@ def store(k: str, res: dict) -> None:
 
 def cached(workload: str, w0: dict, batches: list, lr: float, compute):
     """-> (reference result, True if it came from the cache)."""
-    if not enabled() or not _pristine():
+    if not enabled():
         return compute(), False
     k = key(workload, w0, batches, lr)
     hit = load(k)

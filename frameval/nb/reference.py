@@ -152,21 +152,24 @@ def leaky_relu(x, slope=LEAK):
     return np.where(x > 0, x, slope * x)
 
 
-# Kink ambiguity (set by the check, None otherwise): a pre-activation within
-# KINK * RMS of its layer from the LeakyReLU's kink has a sign float32
-# rounding can decide. With KINK set, the backward takes the OTHER branch for
-# those elements and counts them in KINK_FLIPS, giving the gradients a float32
-# framework may legitimately compute.
-KINK = None
-KINK_FLIPS = [0]
+class Kink:
+    """Kink ambiguity, asked for by the check (frameval/nb/check.py): a
+    pre-activation within `fraction` * RMS of its layer from the LeakyReLU's
+    kink has a sign float32 rounding can decide. Handed to the backward, it
+    takes the OTHER branch for those elements and counts them in `flips`,
+    giving the gradients a float32 framework may legitimately compute. A
+    parameter, not a module setting: the reference stays one function."""
+
+    def __init__(self, fraction: float):
+        self.fraction, self.flips = fraction, 0
 
 
-def leaky_relu_backward(dy, x, slope=LEAK):
+def leaky_relu_backward(dy, x, slope=LEAK, kink=None):
     d = np.where(x > 0, 1.0, slope)
-    if KINK is not None:
-        near = np.abs(x) < KINK * np.sqrt(np.mean(x * x))
+    if kink is not None:
+        near = np.abs(x) < kink.fraction * np.sqrt(np.mean(x * x))
         if near.any():
-            KINK_FLIPS[0] += int(near.sum())
+            kink.flips += int(near.sum())
             d = np.where(near, np.where(x > 0, slope, 1.0), d)
     return dy * d
 
@@ -339,13 +342,13 @@ def generator_forward(p, z, train=True):
     return img, (z, caches, img), running
 
 
-def generator_backward(p, cache, dimg):
+def generator_backward(p, cache, dimg, kink=None):
     z, caches, img = cache
     g = {}
     d = dimg * (1.0 - img * img)
     for bn, dc, y, bcache, dcache in reversed(caches):
         d, g[f"{dc}.weight"] = conv_transpose2d_backward(d, dcache)
-        d, g[f"{bn}.weight"], g[f"{bn}.bias"] = batchnorm_backward(leaky_relu_backward(d, y), bcache)
+        d, g[f"{bn}.weight"], g[f"{bn}.bias"] = batchnorm_backward(leaky_relu_backward(d, y, kink=kink), bcache)
     g["fc.weight"] = d.reshape(len(z), -1).T @ z
     return g
 
@@ -358,13 +361,13 @@ def discriminator_forward(p, x):
     return dense(f, p["fc.weight"], p["fc.bias"]), (a1, c1, a2, c2, f)
 
 
-def discriminator_backward(p, cache, dlogits, need_dx=True):
+def discriminator_backward(p, cache, dlogits, need_dx=True, kink=None):
     """-> grads, dx (None unless need_dx)."""
     a1, c1, a2, c2, f = cache
     g = {"fc.weight": dlogits.T @ f, "fc.bias": dlogits.sum(0)}
-    da2 = leaky_relu_backward((dlogits @ p["fc.weight"]).reshape(a2.shape), a2)
+    da2 = leaky_relu_backward((dlogits @ p["fc.weight"]).reshape(a2.shape), a2, kink=kink)
     d1, g["conv2.weight"], g["conv2.bias"] = conv2d_backward(da2, c2)
-    dx, g["conv1.weight"], g["conv1.bias"] = conv2d_backward(leaky_relu_backward(d1, a1), c1, need_dx)
+    dx, g["conv1.weight"], g["conv1.bias"] = conv2d_backward(leaky_relu_backward(d1, a1, kink=kink), c1, need_dx)
     return g, dx
 
 
@@ -372,11 +375,11 @@ def _trainable(p):
     return {k: v for k, v in p.items() if not k.endswith(("running_mean", "running_var"))}
 
 
-def dcgan_step(gp, dp, x, z, lr=1e-4, states=None):
+def dcgan_step(gp, dp, x, z, lr=1e-4, states=None, kink=None):
     """The DCGAN step of docs/notebooks.md (from fresh Adam states unless
     `states` = ({}, {}) carried between calls):
     fake = G(z) (train-mode BatchNorm); D step on BCE(D(x),1) + BCE(D(fake),0);
-    G step on BCE(D_updated(fake),1) through the same fake.
+    G step on BCE(D_updated(fake),1) through the same fake. `kink`: a Kink, or None.
     -> {"losses": {"d_loss", "g_loss"}, "generator": new G (with running stats),
         "discriminator": new D, "grads": {"generator": of g_loss, "discriminator": of d_loss}}."""
     sg, sd = states if states is not None else ({}, {})
@@ -387,20 +390,20 @@ def dcgan_step(gp, dp, x, z, lr=1e-4, states=None):
     fake_logits, fc = discriminator_forward(dp, fake)
     l_real, d_real = bce_with_logits(real_logits, 1.0)
     l_fake, d_fake = bce_with_logits(fake_logits, 0.0)
-    gr, _ = discriminator_backward(dp, rc, d_real, need_dx=False)
-    gf, _ = discriminator_backward(dp, fc, d_fake, need_dx=False)
+    gr, _ = discriminator_backward(dp, rc, d_real, need_dx=False, kink=kink)
+    gf, _ = discriminator_backward(dp, fc, d_fake, need_dx=False, kink=kink)
     dp1 = adam_step(dp, {k: gr[k] + gf[k] for k in gr}, sd, lr)
     g_logits, gc = discriminator_forward(dp1, fake)
     g_loss, dg = bce_with_logits(g_logits, 1.0)
-    _, dfake = discriminator_backward(dp1, gc, dg)
-    gg = generator_backward(gp, gcache, dfake)
+    _, dfake = discriminator_backward(dp1, gc, dg, kink=kink)
+    gg = generator_backward(gp, gcache, dfake, kink=kink)
     gp1 = adam_step(_trainable(gp), gg, sg, lr)
     gp1.update(running)
     return {"losses": {"d_loss": l_real + l_fake, "g_loss": g_loss}, "generator": gp1, "discriminator": dp1,
             "grads": {"generator": gg, "discriminator": {k: gr[k] + gf[k] for k in gr}}}
 
 
-def dcgan_train(gp, dp, batches, lr=1e-4):
+def dcgan_train(gp, dp, batches, lr=1e-4, kink=None):
     """k DCGAN steps ({"x", "z"} per batch) with Adam states carried over.
     -> {"losses": [{"d_loss", "g_loss"}] per step, "grads" / "grad_min":
     {"generator.<name>" / "discriminator.<name>": ...} (first step / smallest
@@ -408,7 +411,7 @@ def dcgan_train(gp, dp, batches, lr=1e-4):
     statistics), "discriminator.<name>"}}."""
     states, losses, first, small = ({}, {}), [], None, {}
     for b in batches:
-        r = dcgan_step(gp, dp, b["x"], b["z"], lr, states)
+        r = dcgan_step(gp, dp, b["x"], b["z"], lr, states, kink=kink)
         gp, dp = r["generator"], r["discriminator"]
         g = {f"{net}.{k}": v for net in ("generator", "discriminator") for k, v in r["grads"][net].items()}
         first = g if first is None else first
