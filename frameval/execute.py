@@ -29,7 +29,7 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import cpu, files, results, sources
+from . import cpu, files, results, sources, workloads
 from . import notebook as nbfile
 from .envs import jupyter_env
 from .paths import REPO, data_cache_dir
@@ -43,8 +43,7 @@ def _sha(text: str | bytes) -> str:
 
 
 def data_checksum(run: Run) -> str:
-    name = {"lstm": f"series-{run.params.get('series', 'co2')}"}.get(run.workload,
-                                                                    f"mnist-{run.params.get('dataset', 'embedded')}")
+    name = workloads.get(run.workload).data_name(run.params)
     try:
         return json.loads((data_cache_dir() / f"{name}.json").read_text())["sha256"][:16]
     except (OSError, ValueError, KeyError):

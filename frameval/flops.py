@@ -35,26 +35,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-WORKLOADS = ("lenet", "dcgan", "lstm")
+from . import workloads
 
-
-@dataclass(frozen=True)
-class Layer:
-    name: str
-    macs: int  # multiply-adds of one forward pass on one sample
-    on_input: bool = False  # reads the network's input (data, noise, h0, a fake), not another layer's output
-
-
-@dataclass(frozen=True)
-class Pass:
-    """One forward and backward pass of a network in a training step, `times`
-    per training sample; `weights`: the step wants its weights' gradients;
-    `input_grad`: it wants the gradient of the network's input."""
-    name: str
-    layers: tuple
-    times: int = 1
-    weights: bool = True
-    input_grad: bool = False
+# The built-in workloads, whose table docs/workloads.md shows. Each workload's
+# layer table is its record's `passes` (frameval/workloads/).
+WORKLOADS = workloads.BUILT_IN
 
 
 @dataclass(frozen=True)
@@ -69,71 +54,13 @@ class Row:
     weight_grad: int
 
 
-def conv(h_out: int, w_out: int, c_in: int, c_out: int, k: int) -> int:
-    """Multiply-adds of a k x k convolution producing an h_out x w_out x c_out map."""
-    return h_out * w_out * c_out * c_in * k * k
-
-
-def tconv(h_in: int, w_in: int, c_in: int, c_out: int, k: int) -> int:
-    """Multiply-adds of a k x k transposed convolution: each input pixel of each
-    input channel scatters a k x k x c_out patch (whatever the stride and crop)."""
-    return h_in * w_in * c_in * c_out * k * k
-
-
-def dense(n_in: int, n_out: int) -> int:
-    return n_in * n_out
-
-
-def lenet_layers() -> tuple:
-    return (Layer("conv 5x5 1→6, pad 2 (28x28)", conv(28, 28, 1, 6, 5), on_input=True),
-            Layer("conv 5x5 6→16 (10x10)", conv(10, 10, 6, 16, 5)),
-            Layer("dense 400→120", dense(400, 120)),
-            Layer("dense 120→84", dense(120, 84)),
-            Layer("dense 84→10", dense(84, 10)))
-
-
-def generator_layers() -> tuple:
-    return (Layer("G dense 100→12,544", dense(100, 12544), on_input=True),
-            Layer("G tconv 5x5 256→128, stride 1 (7x7 in)", tconv(7, 7, 256, 128, 5)),
-            Layer("G tconv 5x5 128→64, stride 2 (7x7 in)", tconv(7, 7, 128, 64, 5)),
-            Layer("G tconv 5x5 64→1, stride 2 (14x14 in)", tconv(14, 14, 64, 1, 5)))
-
-
-def discriminator_layers() -> tuple:
-    return (Layer("D conv 5x5 1→64, stride 2 (14x14 out)", conv(14, 14, 1, 64, 5), on_input=True),
-            Layer("D conv 5x5 64→128, stride 2 (7x7 out)", conv(7, 7, 64, 128, 5)),
-            Layer("D dense 6,272→1", dense(6272, 1)))
-
-
-def lstm_layers(window: int = 20, hidden: int = 32) -> tuple:
-    """The gate products split by what their input is: x (data) at every step,
-    h0 (the zero initial state, a constant) at the first, h_{t-1} after it."""
-    gates = 4 * hidden
-    return (Layer(f"LSTM W_ih x, 1→{gates}, x{window} steps", window * dense(1, gates), on_input=True),
-            Layer(f"LSTM W_hh h0, {hidden}→{gates}, step 1", dense(hidden, gates), on_input=True),
-            Layer(f"LSTM W_hh h, {hidden}→{gates}, steps 2–{window}", (window - 1) * dense(hidden, gates)),
-            Layer(f"dense {hidden}→1", dense(hidden, 1)))
-
-
 def passes(workload: str, params: dict | None = None) -> tuple:
-    """The passes of one training step, per training sample (an image, a window).
-
-    The DCGAN's step (docs/workloads.md), per real image: fake = G(z), whose
-    backward comes in the G step; the D step on D(x) and D(fake.detach()):
-    D's weights, no gradient for either input; the G step on D(fake) through
-    the updated D: the gradient runs through all of D down to the fake image,
-    but D's weights are not trained there."""
-    p = params or {}
-    if workload == "lenet":
-        return (Pass("step", lenet_layers()),)
-    if workload == "dcgan":
-        d = discriminator_layers()
-        return (Pass("G(z); backward in the G step", generator_layers()),
-                Pass("D step: D(x), D(fake.detach())", d, times=2),
-                Pass("G step: D(fake), updated D", d, weights=False, input_grad=True))
-    if workload == "lstm":
-        return (Pass("step", lstm_layers(int(p.get("window") or 20), int(p.get("hidden") or 32))),)
-    raise ValueError(f"no FLOP count for workload {workload!r} (counted: {', '.join(WORKLOADS)})")
+    """The passes of one training step, per training sample (an image, a
+    window): the workload record's layer table (docs/workloads.md)."""
+    wl = workloads.find(workload)
+    if wl is None or wl.passes is None:
+        raise ValueError(f"no FLOP count for workload {workload!r} (counted: {', '.join(workloads.REGISTRY)})")
+    return wl.passes(params or {})
 
 
 def breakdown(workload: str, params: dict | None = None) -> list:
@@ -153,12 +80,10 @@ def breakdown(workload: str, params: dict | None = None) -> list:
 def training_flops(workload: str, params: dict | None = None) -> int | None:
     """FLOPs one training sample requires (forward, input and weight gradients
     where needed), or None for a workload not counted here."""
-    if workload not in WORKLOADS:
+    wl = workloads.find(workload)
+    if wl is None or wl.passes is None:
         return None
     return sum(r.forward + r.input_grad + r.weight_grad for r in breakdown(workload, params))
-
-
-NAMES = {"lenet": "LeNet-5", "dcgan": "DCGAN", "lstm": "LSTM"}
 
 
 def markdown_table() -> str:
@@ -169,10 +94,10 @@ def markdown_table() -> str:
     for wl in WORKLOADS:
         rows = breakdown(wl)
         for r in rows:
-            lines.append(f"| {NAMES[wl]} | {r.pass_name} | {r.layer} | {r.macs:,} "
+            lines.append(f"| {workloads.get(wl).display} | {r.pass_name} | {r.layer} | {r.macs:,} "
                          f"| {r.forward:,} | {r.input_grad:,} | {r.weight_grad:,} |")
         f, i, w = (sum(getattr(r, c) for r in rows) for c in ("forward", "input_grad", "weight_grad"))
-        lines.append(f"| {NAMES[wl]} | **total** | F + I + W = **{f + i + w:,}** | | {f:,} | {i:,} | {w:,} |")
+        lines.append(f"| {workloads.get(wl).display} | **total** | F + I + W = **{f + i + w:,}** | | {f:,} | {i:,} | {w:,} |")
     return "\n".join(lines)
 
 

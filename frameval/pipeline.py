@@ -20,6 +20,7 @@ from pathlib import Path
 from . import __version__, data, envs, execute, executors, files, locks, probe, results
 from .executors.context import ExecContext, Job
 from .paths import REPO
+from .schema import Environment, Plan
 
 EXIT_FAILED, EXIT_INTERRUPTED, EXIT_BUSY = 1, 130, 2
 
@@ -115,16 +116,16 @@ class Pipeline:
     # --------------------------------------------------------------- steps
     def write_plan(self):
         notes = sorted({n for r in self.runs for n in r.profile_notes})
-        plan = {"command": "python3 run_all.py " + " ".join(_quote(x) for x in self.argv),
-                "profile": self.config.profile, "frameworks": sorted({r.framework for r in self.runs}),
-                "datasets": sorted({r.params["dataset"] for r in self.runs if "dataset" in r.params}),
-                "framework_pins": sorted({r.fw_key for r in self.runs if r.pin}),
-                "workloads": sorted({r.workload for r in self.runs}), "modes": sorted({r.mode for r in self.runs}),
-                "device": self.config.device, "overrides": self.config.param, "repeats": self.config.repeats,
-                "profile_notes": notes, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                "frameval_version": __version__, "git_commit": git_commit(),
-                "runs": [r.name for r in self.runs if r.repeat == 1]}
-        files.atomic_write_json(self.out / files.PLAN, plan)
+        plan = Plan(command="python3 run_all.py " + " ".join(_quote(x) for x in self.argv),
+                    profile=self.config.profile, frameworks=sorted({r.framework for r in self.runs}),
+                    datasets=sorted({r.params["dataset"] for r in self.runs if "dataset" in r.params}),
+                    framework_pins=sorted({r.fw_key for r in self.runs if r.pin}),
+                    workloads=sorted({r.workload for r in self.runs}), modes=sorted({r.mode for r in self.runs}),
+                    device=self.config.device, overrides=list(self.config.param), repeats=self.config.repeats,
+                    profile_notes=notes, started=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                    frameval_version=__version__, git_commit=git_commit(),
+                    runs=[r.name for r in self.runs if r.repeat == 1])
+        files.atomic_write_json(self.out / files.PLAN, plan.to_dict())
 
     def prepare_data(self):
         t0 = time.perf_counter()
@@ -145,11 +146,11 @@ class Pipeline:
                 self.say(f"frameval: environment {fw} FAILED to build: {str(env).splitlines()[0]}")
                 return
             spec = env.spec
-            files.atomic_write_json(self.out / files.ENVIRONMENTS / f"{fw}.json", {
-                "framework": fw.partition("@")[0], "fw_key": fw, "spec_name": spec.name, "spec_path": _rel(spec.path),
-                "spec_text": spec.text, "key": spec.key, "backend": env.backend, "python": spec.python,
-                "prefix": str(env.prefix), "freeze": env.freeze, "kernel": env.kernel, **env.info(),
-                **env.result_fields()})
+            record = Environment(framework=fw.partition("@")[0], fw_key=fw, spec_name=spec.name,
+                                 spec_path=_rel(spec.path), spec_text=spec.text, key=spec.key, backend=env.backend,
+                                 python=spec.python, prefix=str(env.prefix), freeze=env.freeze, kernel=env.kernel,
+                                 extra={**env.info(), **env.result_fields()})
+            files.atomic_write_json(self.out / files.ENVIRONMENTS / f"{fw}.json", record.to_dict())
             if env.provided_by_user:
                 info = env.info()
                 self.say(f"frameval: environment {fw}: your {env.python} ({fw} {info.get('framework_version')}, "

@@ -22,10 +22,8 @@ from typing import Union
 
 from .catalog import WORKLOAD_BY_KEY, final_value
 
-# The schema frameval/nb/record.py writes (its SCHEMA). 1: before the check's
-# second version (its "step" section), graph scope, threads and settings read back.
-# 3: timing windows ("timing") and the machine's state over the run ("machine").
-SCHEMA_VERSION = 3
+# The version every writer writes, and what each version changed: frameval/schema.py.
+from .schema import SCHEMA_VERSION  # noqa: E402,F401 - the readers' name for it
 
 # The statuses of a run that finished and measured; "check_failed": its numerical check failed.
 COMPLETED = ("ok", "check_failed")

@@ -21,6 +21,7 @@ import re
 import shutil
 from pathlib import Path
 
+from .schema import failure_result
 from .files import OUTPUT_NB, PARTIAL, RESULT, RUNS, WORK, atomic_write_json, run_dir
 
 
@@ -36,9 +37,8 @@ def read_result(path: Path) -> dict:
         parts = path.parent.relative_to(path.parents[2]).parts if len(path.parents) > 2 else ("?", "?")
         fw = parts[0]
         wl, _, mode = parts[1].partition("-") if len(parts) > 1 else ("?", "", "?")
-        return {"framework": fw, "workload": wl, "mode": mode.split("-")[0] or "?", "status": "failed",
-                "error": {"type": "CorruptResult", "message": f"{path.name} unreadable: {e}", "traceback": ""},
-                "epochs": [], "params": {}, "param_counts": {}}
+        return failure_result(fw, wl, mode.split("-")[0] or "?", None, {},
+                              {"type": "CorruptResult", "message": f"{path.name} unreadable: {e}", "traceback": ""})
 
 
 def is_repeat_dir(d) -> bool:
@@ -79,16 +79,8 @@ def load_runs(*sources, repeats: bool = False) -> list:
 
 def failure_record(run, error_type: str, message: str, tb: str = "", partial: dict | None = None) -> dict:
     """A result for a run whose notebook failed, keeping whatever it measured."""
-    base = dict(partial or {})
-    base.update({
-        "framework": run.framework, "workload": run.workload, "mode": run.mode, "device": run.device,
-        "status": "failed",
-        "error": {"type": error_type, "message": message, "traceback": tb[-4000:]},
-        "params": base.get("params") or dict(run.params),
-    })
-    base.setdefault("epochs", [])
-    base.setdefault("param_counts", {})
-    return base
+    return failure_result(run.framework, run.workload, run.mode, run.device, run.params,
+                          {"type": error_type, "message": message, "traceback": tb[-4000:]}, partial)
 
 
 def load_partial(d: Path) -> dict | None:

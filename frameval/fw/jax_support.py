@@ -205,7 +205,7 @@ _BN_FIELDS = {"weight": ("params", "scale"), "bias": ("params", "bias"),
 def _layout(layer, field, shape_ndim):
     """(canonical -> flax, flax -> canonical) for one tensor."""
     same = (lambda w: w, lambda k: k)
-    if field != "weight" or layer.startswith("bn") or layer == "lstm":
+    if field != "weight" or layer.startswith("bn"):  # biases, BatchNorm, the LSTM's weight_ih/_hh: as they are
         return same
     if layer.startswith("deconv"):  # (in, out, kh, kw) <-> flipped (kh, kw, in, out): ConvTranspose without transpose_kernel is a correlation
         return (lambda w: w[:, :, ::-1, ::-1].transpose(2, 3, 0, 1), lambda k: k.transpose(2, 3, 0, 1)[:, :, ::-1, ::-1])
@@ -216,9 +216,9 @@ def _layout(layer, field, shape_ndim):
 
 def _where(name):
     layer, field = name.split(".", 1)
-    if layer == "lstm":
-        return ("params", field), layer, field
-    return (_BN_FIELDS if layer.startswith("bn") else _FIELDS)[field], layer, field
+    if layer.startswith("bn"):
+        return _BN_FIELDS[field], layer, field
+    return _FIELDS.get(field, ("params", field)), layer, field  # a field flax has no other name for (LSTM weight_ih) keeps its own
 
 
 def to_flax(weights):

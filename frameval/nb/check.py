@@ -54,10 +54,12 @@ import traceback
 
 import numpy as np
 
+from .. import workloads
 from ..catalog import CHECK_SECTIONS
+from ..workloads.base import Kit
 from . import reference as R
 from . import refcache
-from .weights import init_weights, trainable_names
+from .weights import init_weights
 
 STEPS = 3
 PROBE_SIZE = 16
@@ -70,10 +72,8 @@ PROBE_SIZE = 16
 # must catch sit far above 5e-3: Adam's betas swapped 3.2e-2 to 4.8e-2, no bias
 # correction > 2 (tests/test_reference.py).
 TOLERANCES = {"forward": 1e-4, "losses": 1e-4, "grads": 1e-3, "update": 5e-3, "running": 1e-3}
-DEFAULT_LR = {"lenet": 1e-3, "dcgan": 1e-4, "lstm": 1e-3}
-FORWARD_OUTPUTS = {"lenet": ("logits",), "dcgan": ("fake", "d_logits"), "lstm": ("pred",)}
-LOSSES = {"lenet": ("loss",), "dcgan": ("d_loss", "g_loss"), "lstm": ("loss",)}
-BN_RUNNING = [f"generator.{bn}.{s}" for bn in ("bn0", "bn1", "bn2") for s in ("running_mean", "running_var")]
+# Each workload's default lr, forward outputs, losses, reference and any
+# tolerances of its own live in its record (frameval/workloads/).
 # A LeakyReLU input within this fraction of its layer's RMS from the kink is
 # ambiguous in float32 (its rounding error is ~1e-7 of the RMS; this is ~10x that).
 KINK_FRACTION = 1e-6
@@ -83,41 +83,21 @@ NOISE_FRACTION = 1e-2
 
 
 # ----------------------------------------------------------------------- probe
-def _sample(workload, seed, size):
-    """`size` training samples (x, y) and where they came from."""
-    rng = np.random.RandomState([seed, 3])
-    if workload in ("lenet", "dcgan"):
-        try:
-            from .data import load_mnist
-            d = load_mnist("embedded")
-            idx = rng.permutation(len(d.y_train))[:size]
-            return d.x_train[idx].copy(), d.y_train[idx].copy(), f"mnist embedded: {len(idx)} training images"
-        except Exception:
-            x = rng.uniform(-1, 1, (size, 1, 28, 28)).astype(np.float32)
-            return x, rng.randint(0, 10, size).astype(np.int64), "random (MNIST cache missing)"
-    if workload == "lstm":
-        try:
-            from .data import load_co2
-            d = load_co2(20)
-            idx = rng.permutation(len(d.y_train))[:size]
-            return d.x_train[idx].copy(), d.y_train[idx].copy(), f"co2: {len(idx)} training windows"
-        except Exception:
-            x = rng.standard_normal((size, 20, 1)).astype(np.float32)
-            return x, rng.standard_normal((size, 1)).astype(np.float32), "random (CO2 cache missing)"
-    raise KeyError(f"unknown workload {workload!r}")
+def kit():
+    """The tools a workload's reference hooks compute with (they are standard
+    library only and receive them from here)."""
+    from . import data
+    return Kit(np=np, R=R, data=data, init=init_weights)
 
 
 def check_batches(workload: str, seed: int = 0, batch_size: int = PROBE_SIZE, steps: int = STEPS):
     """-> [batch dict] * steps, and the source. The same in every framework."""
-    x, y, source = _sample(workload, seed, batch_size * steps)
+    wl, k = workloads.get(workload), kit()
+    x, y, source = wl.sample(k, seed, batch_size * steps)
     out = []
-    for k in range(steps):
-        s = slice(k * batch_size, (k + 1) * batch_size)
-        if workload == "dcgan":
-            z = np.random.RandomState([seed, 3, 1, k]).standard_normal((batch_size, 100)).astype(np.float32)
-            out.append({"x": x[s], "z": z})
-        else:
-            out.append({"x": x[s], "y": y[s]})
+    for i in range(steps):
+        s = slice(i * batch_size, (i + 1) * batch_size)
+        out.append(wl.batch(k, x[s], y[s], seed, i))
     return out, source
 
 
@@ -207,7 +187,9 @@ class Checker:
                  batch_size: int = PROBE_SIZE, steps: int = STEPS):
         self.t0 = time.perf_counter()
         self.rec, self.workload, self.seed = rec, workload, int(seed)
-        self.lr = float(lr) if lr is not None else DEFAULT_LR.get(workload, 1e-3)
+        self.wl = workloads.find(workload)  # None: the setup problem says so, the check still reports
+        self.tol = {**TOLERANCES, **(self.wl.tolerances if self.wl else {})}
+        self.lr = float(lr) if lr is not None else (self.wl.default_lr if self.wl else 1e-3)
         self.lstm_biases, self.batch_size, self.steps = int(lstm_biases), int(batch_size), int(steps)
         self.ref_s, self.ref_cached = 0.0, False
         self.problems, self.ignored, self.diagnosis = [], [], []
@@ -225,43 +207,23 @@ class Checker:
 
     # -------------------------------------------------------- reference
     def _initial(self):
-        if self.workload == "lenet":
-            return R.as64(init_weights("lenet", self.seed))
-        if self.workload == "dcgan":
-            return {"generator": R.as64(init_weights("generator", self.seed)),
-                    "discriminator": R.as64(init_weights("discriminator", self.seed))}
-        if self.workload == "lstm":
-            return R.lstm_params(R.as64(init_weights("lstm", self.seed)), self.lstm_biases)
-        raise KeyError(f"unknown workload {self.workload!r}")
+        return workloads.get(self.workload).initial(kit(), self.seed, self.lstm_biases)
 
     def _flat_w0(self):
-        if self.workload == "dcgan":
-            return {f"{n}.{k}": v for n in ("generator", "discriminator") for k, v in self.w0[n].items()}
-        return self.w0
+        return self.wl.flat(self.w0) if self.wl else self.w0
 
     def reference(self) -> dict:
         """The reference's k steps (computed once): losses, grads, grad_min, weights."""
         if self._ref is None:
-            self._ref, self.ref_cached = refcache.cached(self.workload, self.w0, self.batches, self.lr,
+            self._ref, self.ref_cached = refcache.cached(self.workload, self._flat_w0(), self.batches, self.lr,
                                                          self._compute_reference)
         return self._ref
 
     def _compute_reference(self):
-        if self.workload == "lenet":
-            return R.lenet_train(self.w0, self.batches, self.lr)
-        if self.workload == "dcgan":
-            return R.dcgan_train(self.w0["generator"], self.w0["discriminator"], self.batches, self.lr)
-        return R.lstm_train(self.w0, self.batches, self.lr)
+        return self.wl.train(kit(), self.w0, self.batches, self.lr)
 
     def _ref_forward(self):
-        p = self.probe
-        x = np.asarray(p["x"], np.float64)
-        if self.workload == "lenet":
-            return {"logits": R.lenet_forward(self.w0, x)[0]}
-        if self.workload == "dcgan":
-            fake = R.generator_forward(self.w0["generator"], np.asarray(p["z"], np.float64), train=True)[0]
-            return {"fake": fake, "d_logits": R.discriminator_forward(self.w0["discriminator"], x)[0]}
-        return {"pred": R.lstm_forward(self.w0, x)[0]}
+        return self.wl.forward(kit(), self.w0, self.probe)
 
     def _safe(self, what, f):
         t = time.perf_counter()
@@ -326,8 +288,7 @@ class Checker:
         gradient or update error is over its tolerance."""
         def flipped():
             kink = R.Kink(KINK_FRACTION)
-            return R.dcgan_train(self.w0["generator"], self.w0["discriminator"], self.batches, self.lr,
-                                 kink=kink), kink.flips
+            return self.wl.train(kit(), self.w0, self.batches, self.lr, kink=kink), kink.flips
         out = self._safe("kink", flipped)
         if out is None or not out[1]:
             return
@@ -376,7 +337,7 @@ class Checker:
         """Say why the plain update error is large, only when the numbers show it:
         it exceeds the tolerance, the weighted one does not, and the elements that
         moved the other way all have noise-level gradients."""
-        tol = TOLERANCES["update"]
+        tol = self.tol["update"]
         if self.res["update_plain"][name] <= tol or self.res["update"][name] > tol:
             return  # nothing to explain, or a real failure
         flipped = d_out * d_ref < 0
@@ -404,7 +365,7 @@ class Checker:
     # -------------------------------------------------------- result
     def _loss_errors(self):
         ref = self._ref["losses"] if self._ref else []
-        errs, names = {}, LOSSES.get(self.workload, ())
+        errs, names = {}, (self.wl.losses if self.wl else ())
         if self.step_losses and len(self.step_losses) != len(ref):
             self.problems.append(f"losses given for {len(self.step_losses)} step(s), expected {len(ref)}")
         for name in names:
@@ -418,18 +379,13 @@ class Checker:
         return errs
 
     def _expected(self):
-        if self.workload == "dcgan":
-            names = [f"{n}.{k}" for n in ("generator", "discriminator") for k in trainable_names(n)]
-            return names, list(BN_RUNNING)
-        if self.workload == "lenet":
-            return trainable_names("lenet"), []
-        return list(self.w0), []
+        return self.wl.expected(self.w0) if self.wl else ([], [])
 
     def _kink_diagnosis(self, sections, budget):
         for sec in ("grads", "update"):
             for k, v in sections[sec].items():
                 room = budget.get(sec, {}).get(k, 0.0)
-                if v is not None and TOLERANCES[sec] < v <= TOLERANCES[sec] + room:
+                if v is not None and self.tol[sec] < v <= self.tol[sec] + room:
                     text = (f"{k}: {sec} error {v:.1e} is within tolerance plus {room:.1e}, the change when the "
                             f"{self.kink['inputs_near_kink']} LeakyReLU input(s) within float32 rounding of the kink "
                             "take the other branch")
@@ -437,12 +393,12 @@ class Checker:
                         self.diagnosis.append(text)
 
     def _summary(self):
-        tol = TOLERANCES
+        tol = self.tol
         if self._ref is None and not any(p.startswith("setup") for p in self.problems):
             self._safe("step", self.reference)
         names, running = self._expected()
         sections = {
-            "forward": {k: self.res["forward"].get(k) for k in FORWARD_OUTPUTS.get(self.workload, ())},
+            "forward": {k: self.res["forward"].get(k) for k in (self.wl.forward_outputs if self.wl else ())},
             "losses": self._loss_errors(),
             "grads": {k: self.res["grads"].get(k) for k in names},
             "update": {k: self.res["update"].get(k) for k in names},
@@ -451,7 +407,7 @@ class Checker:
         missing = [f"{sec} {k}" for sec, d in sections.items() for k, v in d.items() if v is None]
         setup_bad = any(p.startswith(("setup", "reference")) for p in self.problems)
         over = any(v is not None and v > tol[sec] for sec in ("grads", "update") for v in sections[sec].values())
-        if self.workload == "dcgan" and over and self._ref is not None and not self.kink["budget"]:
+        if self.wl is not None and self.wl.kink_sensitive and over and self._ref is not None and not self.kink["budget"]:
             self._kink_budget()
         budget = self.kink["budget"]
         verdicts = {sec: _verdict([(v, tol[sec] + budget.get(sec, {}).get(k, 0.0)) for k, v in d.items()], setup_bad)
@@ -461,7 +417,7 @@ class Checker:
         return {
             "reference": "numpy float64 (frameval.nb.reference)", "batch_size": self.batch_size,
             "steps": self.steps, "probe_size": self.batch_size, "probe_source": self.source, "seed": self.seed,
-            "lr": self.lr, "lstm_biases": self.lstm_biases if self.workload == "lstm" else None,
+            "lr": self.lr, "lstm_biases": self.lstm_biases if self.wl is not None and self.wl.bias_count_matters else None,
             "measure": ("relative norm ||out - ref|| / ||ref|| (forward, grads, running); losses |a-b|/|b| "
                         f"per step; update: w_{self.steps} - w_0 against the reference's, weighted by the "
                         "smallest reference gradient over the steps, in units of lr * steps"),

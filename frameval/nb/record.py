@@ -23,7 +23,8 @@ import numpy as np
 from .. import cpu as _cpu
 from .. import speed
 from .. import files
-from ..result import SCHEMA_VERSION as SCHEMA
+from ..schema import SCHEMA_VERSION as SCHEMA  # noqa: F401 - the recorder's version, named here for readers
+from ..schema import Plan, new_result
 from . import measure
 from .paths import hand_run_framework, hand_runs_dir
 
@@ -139,14 +140,13 @@ def write_hand_plan(root) -> Path:
         from .. import __version__ as version
     except Exception:  # noqa: BLE001
         version = None
-    plan = {"command": "", "profile": "hand runs (JupyterLab)", "hand_runs": True,
-            "frameworks": sorted({x[0] for x in found}), "workloads": sorted({x[1] for x in found}),
-            "modes": sorted({x[2] for x in found}), "device": "",
-            "overrides": [], "repeats": 1,
-            "profile_notes": ["notebooks run by hand: a run folder's name after '@' lists the parameters "
-                              "changed from the notebook's defaults"],
-            "started": min((x[4] for x in found if x[4]), default=time.strftime("%Y-%m-%dT%H:%M:%S%z")),
-            "frameval_version": version, "runs": [f"{x[0]}/{x[3]}" for x in found]}
+    plan = Plan(command="", profile="hand runs (JupyterLab)", hand_runs=True,
+                frameworks=sorted({x[0] for x in found}), workloads=sorted({x[1] for x in found}),
+                modes=sorted({x[2] for x in found}), device="", overrides=[], repeats=1,
+                profile_notes=["notebooks run by hand: a run folder's name after '@' lists the parameters "
+                               "changed from the notebook's defaults"],
+                started=min((x[4] for x in found if x[4]), default=time.strftime("%Y-%m-%dT%H:%M:%S%z")),
+                frameval_version=version, runs=[f"{x[0]}/{x[3]}" for x in found]).to_dict()
     (root / files.RUNS).mkdir(parents=True, exist_ok=True)
     return files.atomic_write_json(root / HAND_PLAN, plan)
 
@@ -249,20 +249,12 @@ class Recorder:
         self.out = Path(out_dir) if out_dir else self.hand_run["dir"]
         self.out.mkdir(parents=True, exist_ok=True)
         self.threads = int(threads or params.get("threads") or os.cpu_count() or 1)
-        self.result: dict = {
-            "schema": SCHEMA, "framework": framework, "framework_version": None, "workload": workload,
-            "mode": self.mode, "device": self.device, "status": "running", "error": None,
-            "params": self.params, "threads": self.threads, "param_counts": {}, "epochs": [],
-            "compiled": None, "compile_note": "", "graph_scope": None, "threads_effective": None,
-            "settings": {}, "settings_source": {}, "data": {}, "data_placement": None, "notes": [],
-            "workarounds": [],
-            "first_epoch_s": None, "steady_epoch_s": None, "steady_min_s": None, "steady_max_s": None,
-            "samples_per_s": None, "peak_rss_mb": None, "rss_after_import_mb": None, "memory": {},
-            "peak_device_mb": None, "peak_device_driver_mb": None,
-            "environment": {"python": platform.python_version(), "numpy": np.__version__,
-                            "machine": machine_info(), "gpu": None},
-            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        }
+        # The keys every result.json starts with: one schema (frameval/schema.py) for every writer.
+        self.result: dict = new_result(framework, workload, self.mode, self.device, self.params, self.threads,
+                                       {"python": platform.python_version(), "numpy": np.__version__,
+                                        "machine": machine_info(), "gpu": None},
+                                       time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+        self.result["params"] = self.params  # the same object: what the recorder cleans, the file shows
         if self.hand_run:
             self.result["hand_run"] = {k: v for k, v in self.hand_run.items() if k != "dir"}
         self.epochs = self.result["epochs"]

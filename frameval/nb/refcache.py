@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import files
+from .. import files, workloads
 from . import reference as R
 from .paths import data_cache_dir
 
@@ -46,9 +46,11 @@ def key(workload: str, w0: dict, batches: list, lr: float) -> str:
     """Hash of everything the reference result depends on."""
     h = hashlib.sha256()
     h.update(Path(R.__file__).read_bytes())
+    wl = workloads.find(workload)  # its module composes the reference's steps: an edit there recomputes too
+    hook = Path(wl.train.__code__.co_filename) if wl is not None else None
+    h.update(hook.read_bytes() if hook is not None and hook.is_file() else b"")
     h.update(f"{workload}|{float(lr)!r}|{len(batches)}|".encode())
-    flat = {f"{net}.{k}": v for net, d in w0.items() for k, v in d.items()} if workload == "dcgan" else w0
-    _digest_arrays(h, flat)
+    _digest_arrays(h, w0)  # flat: {canonical name: array} (Workload.flat)
     for i, b in enumerate(batches):
         _digest_arrays(h, {f"{i}.{k}": np.asarray(v) for k, v in b.items()})
     return h.hexdigest()[:24]

@@ -8,7 +8,7 @@ from __future__ import annotations
 from ..result import Result
 from . import fmt, labels
 from .cells import cell, header
-from .spec import PARAM_COUNTS, SPEC_SETTINGS, audit_count, match_counts
+from .spec import audit_count, match_counts, spec_counts, spec_settings
 from .tables import SCOPE_PARTS, scope_text
 
 # settings_source values of a setting the framework has no API to read back
@@ -39,7 +39,7 @@ def audit_table(workload, rows, S) -> dict:
     keys += sorted({str(k) for w in rows for k in w.result.settings if k not in keys and k not in NOT_COMPARED})
     groups = value_groups(rows, keys)
     for key in keys:
-        line = _setting_row(key, rows, SPEC_SETTINGS.get(workload, {}), S, flags, groups)
+        line = _setting_row(key, rows, spec_settings(workload), S, flags, groups)
         if line:
             body.append(line)
     line = _threads_row(rows, S, flags, groups)
@@ -89,7 +89,7 @@ def _verdict(ok: bool, bad_text: str):
 
 def _param_rows(workload, rows, S, flags, structural):
     body = []
-    for net, expected in PARAM_COUNTS.get(workload, {}).items():
+    for net, expected in spec_counts(workload).items():
         line = [cell(S("audit_params", net=net), net), cell(fmt.integer(expected), expected)]
         bad = False
         for w in rows:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as _dt
 from pathlib import Path
 
+from ..catalog import WORKLOAD_BY_KEY
 from ..files import atomic_write
 from ..paths import REPO
 from ..result import Result, as_list
@@ -118,17 +119,6 @@ class _NoCharts:
         return fail
 
 
-def _dcgan_samples(wrows, S):
-    """How many images the DCGAN runs trained, and what it takes to see digits:
-    said plainly, so a grid of noise after a short run is not a surprise."""
-    totals = sorted({sum(e.get("samples") or 0 for e in w.result.epochs if isinstance(e, dict))
-                     for w in wrows} - {0})
-    if not totals:
-        return S("dcgan_digits")
-    shown = " / ".join(f"{t:,}" for t in totals)
-    return S("dcgan_trained", samples=shown) + " " + S("dcgan_digits")
-
-
 def _section(wl, wrows, loaded, S, problems, charts, code_counts, request, assets_dir):
     name = wl_name(S, wl)
 
@@ -144,7 +134,8 @@ def _section(wl, wrows, loaded, S, problems, charts, code_counts, request, asset
                                              "prediction": None})
     notes = sorted({n for w in wrows for n in w.result.notes if isinstance(n, str)})
     run_notes = [{"label": w["label"], "notes": [str(n) for n in w.result.notes]} for w in wrows if w.result.notes]
-    intro = S("intro_" + wl) + (" " + _dcgan_samples(wrows, S) if wl == "dcgan" else "")
+    extra = WORKLOAD_BY_KEY[wl].intro_extra(wrows, S) if wl in WORKLOAD_BY_KEY else None
+    intro = S("intro_" + wl) + (" " + extra if extra else "")
     return {"id": wl, "anchor": f"wl-{wl}", "name": name, "intro": intro, "table": table, "memory": memory,
             "media": media, "notes": notes, "run_notes": run_notes, "scope_notes": scope_notes(wrows),
             "repeats": any(w["steady_kind"] == "repeats" for w in wrows)}

@@ -111,30 +111,23 @@ def _extremes(vals):
 
 
 def quality_finding(wl, wrows, S):
+    """The best and the worst run by the workload's quality figure, in its
+    record's words; a workload with no score (a GAN) lists its runs' losses."""
     ok = [w for w in wrows if w["ok"]]
-    name = wl_name(S, wl)
-    if wl in ("lenet", "lstm"):
-        workload = WORKLOAD_BY_KEY[wl]
-        vals = [x for x in ((w, fmt.num(w.result.quality())) for w in ok) if x[1] is not None]
-        if not vals:
-            return None
-        show = QUALITY_FORMAT[workload.quality.key]
-        best, worst = _extremes(vals)
-        if best[1] == worst[1]:
-            return S("finding_quality_same", workload=name, metric=S(workload.quality.label),
-                     value=show(best[1]), n=len(vals))
-        if wl == "lenet":
-            return S("finding_lenet_acc", workload=name, run=best[0]["label"], acc=show(best[1]),
-                     run2=worst[0]["label"], acc2=show(worst[1]))
-        return S("finding_lstm_r2", workload=name, run=best[0]["label"], r2=show(best[1]),
-                 rmse=fmt.sig(best[0].result.metric("val_rmse")), run2=worst[0]["label"], r2b=show(worst[1]))
-    if wl == "dcgan":
-        vals = [(w, fmt.num(w.result.metric("gen_loss")), fmt.num(w.result.metric("disc_loss"))) for w in ok]
-        vals = [x for x in vals if x[1] is not None]
-        if vals:
-            return S("finding_dcgan", workload=name, items=S.join(f"{w['label']} {fmt.sig(g, 3)}/{fmt.sig(d, 3)}"
-                                                                 for w, g, d in vals))
-    return None
+    name, workload = wl_name(S, wl), WORKLOAD_BY_KEY.get(wl)
+    if workload is None:
+        return None
+    if workload.quality.higher_is_better is None:
+        return workload.quality_finding(S, fmt, name, ok)
+    vals = [x for x in ((w, fmt.num(w.result.quality())) for w in ok) if x[1] is not None]
+    if not vals:
+        return None
+    show = QUALITY_FORMAT[workload.quality.key]
+    best, worst = _extremes(vals)
+    if best[1] == worst[1]:
+        return S("finding_quality_same", workload=name, metric=S(workload.quality.label),
+                 value=show(best[1]), n=len(vals))
+    return workload.quality_finding(S, fmt, name, best, worst, show)
 
 
 def run_findings(rows, errors, check_failed, S) -> list:

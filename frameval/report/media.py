@@ -12,9 +12,6 @@ from . import charts as ch
 from . import fmt
 from .model import fastest_by_group, rank_group, speed_ratio
 
-METRICS = {"lenet": [("train_loss", "axis_loss"), ("test_loss", "axis_loss"), ("test_acc", "axis_accuracy")],
-           "dcgan": [("gen_loss", "axis_loss"), ("disc_loss", "axis_loss")],
-           "lstm": [("train_mse", "axis_mse"), ("val_mse", "axis_mse")]}
 
 
 def wl_name(S, wl):
@@ -71,17 +68,19 @@ def workload_media(wl, wrows, S, charts, name, assets_dir: Path, problems):
     out["charts"].append(figure(problems, S, cap, charts.grouped_bars, f"{wl}-memory", cap, S("axis_mb"),
                                 [w["short"] for w in ok], series))
     panels = []
-    for key, ylab in METRICS.get(wl, []):
+    record = WORKLOAD_BY_KEY.get(wl)
+    for key, ylab in (record.curves if record else ()):
         ser = [(w["label"], w["fw"], w["mode"], [e.get(key) if isinstance(e, dict) else None for e in w.result.epochs])
                for w in wrows]
         panels.append((S("metric_" + key), S(ylab), ser))
     cap = S("chart_curves", workload=wlname)
     out["charts"].append(figure(problems, S, cap, charts.curves, f"{wl}-curves", panels, S("axis_epoch")))
     out["charts"] = [c for c in out["charts"] if c]
-    if wl == "dcgan":
+    extras = record.media if record else ()  # the parts a workload asks for beside the common charts
+    if "grids" in extras:
         for i, w in enumerate(wrows):
             dcgan_media(w, i, S, name, assets_dir, problems, out)
-    if wl == "lstm":
+    if "prediction" in extras:
         out["prediction"] = _prediction(wrows, S, charts, problems)
     return out
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from .. import speed
 from ..files import PLAN, RUNS
+from ..schema import Environment, Plan
 from ..result import COMPLETED, Result
 from ..results import is_repeat_dir
 from ..versionkey import version_key
@@ -54,17 +55,20 @@ def read_json(path):
 
 
 def load_sources(sources):
-    """(plans, environments) of the output folders; absent files are skipped."""
+    """(plans, environments) of the output folders, read through their schema
+    (frameval/schema.py: any version, every key present); absent files are skipped."""
     plans, envs = [], {}
     for src in sources:
         p = read_json(Path(src) / PLAN)
         if isinstance(p, dict):
+            p = Plan.from_dict(p).to_dict()
             p["_source"] = str(src)
             plans.append(p)
         for f in sorted((Path(src) / "environments").glob("*.json")):
             e = read_json(f)
             if isinstance(e, dict):
                 fw = as_text(e.get("framework"), f.stem)
+                e = Environment.from_dict(e).to_dict()
                 e["_source"] = str(src)
                 same = [x for x in envs.setdefault(fw, [])
                         if (x.get("key"), x.get("spec_name"), x.get("freeze")) == (e.get("key"), e.get("spec_name"), e.get("freeze"))]

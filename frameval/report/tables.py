@@ -32,14 +32,9 @@ def _sig4(v):
 
 # How the tables and the findings write a workload's quality figure (catalog.Quality.key).
 QUALITY_FORMAT = {"test_acc": fmt.percent, "val_r2": lambda v: fmt.fixed(v, 4), "gen_loss": _sig4}
-# The figures a workload's table shows after its quality figure: (i18n label,
-# result key, formatter, higher is better: True, False or None for neither).
-MORE_FIGURES = {
-    "lenet": (("col_test_loss", "test_loss", _sig4, False),),
-    "dcgan": (("col_disc_loss", "disc_loss", _sig4, None),),
-    "lstm": (("col_val_rmse", "val_rmse", lambda v: fmt.sig(v, 3), False), ("col_predict_ms", "predict_ms", fmt.millis, False),
-             ("col_model_size", "model_bytes", fmt.kib, False), ("col_load_ms", "load_ms", fmt.millis, False)),
-}
+# How a workload record's further figures are written (workloads.base.Figure.format).
+FORMATS = {"sig4": _sig4, "sig3": lambda v: fmt.sig(v, 3), "millis": fmt.millis, "kib": fmt.kib,
+           "percent": fmt.percent, "sig": fmt.sig}
 
 
 def quality_columns(workload, S):
@@ -50,8 +45,8 @@ def quality_columns(workload, S):
         return []
     q = wl.quality
     cols = [(S(q.label), Result.quality, QUALITY_FORMAT.get(q.key, fmt.sig), q.higher_is_better)]
-    return cols + [(S(label), lambda r, key=key: r.metric(key), f, hib)
-                   for label, key, f, hib in MORE_FIGURES.get(workload, ())]
+    return cols + [(S(f.label), lambda r, key=f.key: r.metric(key), FORMATS.get(f.format, fmt.sig), f.higher_is_better)
+                   for f in wl.figures]
 
 
 def _columns(rows, multi_host):

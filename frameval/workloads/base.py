@@ -1,0 +1,161 @@
+"""What a workload is: one record that every module asks instead of comparing
+the workload's name (issue #36). A workload module (lenet.py, dcgan.py,
+lstm.py) builds one `Workload` and the registry (`frameval.workloads`)
+holds it.
+
+Standard library only, like `frameval.catalog`: the runner reads the records
+before its own environment exists, and the notebook kernels read them in every
+framework environment (numpy < 1.24, Python 3.10). The hooks that compute with
+arrays therefore receive their tools (`Kit`: numpy, the float64 reference, the
+data loaders) from the caller, `frameval.nb.check`, rather than importing them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+
+@dataclass(frozen=True)
+class Quality:
+    """A workload's quality figure: where a result holds it, how the report
+    names it (an i18n key), and which direction is better (None: neither,
+    e.g. a GAN's generator loss is no score)."""
+    key: str
+    label: str
+    axis: str
+    higher_is_better: bool | None
+    per_epoch: bool  # True: read the last epoch that has it (top-level value first)
+
+
+@dataclass(frozen=True)
+class Network:
+    """One network's canonical weight table: [(name, shape, kind)], kind
+    "dense", "conv", "deconv" (Glorot), "zeros", "ones", or "stat0"/"stat1"
+    (BatchNorm running statistics, not trainable). `stream`: its own random
+    stream, so that adding a network never changes another's weights."""
+    name: str
+    stream: int
+    table: tuple
+    aliases: tuple = ()  # how notebooks may spell its key in result["param_counts"]
+
+
+# ------------------------------------------------------------------ FLOPs
+@dataclass(frozen=True)
+class Layer:
+    name: str
+    macs: int  # multiply-adds of one forward pass on one sample
+    on_input: bool = False  # reads the network's input (data, noise, h0, a fake), not another layer's output
+
+
+@dataclass(frozen=True)
+class Pass:
+    """One forward and backward pass of a network in a training step, `times`
+    per training sample; `weights`: the step wants its weights' gradients;
+    `input_grad`: it wants the gradient of the network's input."""
+    name: str
+    layers: tuple
+    times: int = 1
+    weights: bool = True
+    input_grad: bool = False
+
+
+def conv(h_out: int, w_out: int, c_in: int, c_out: int, k: int) -> int:
+    """Multiply-adds of a k x k convolution producing an h_out x w_out x c_out map."""
+    return h_out * w_out * c_out * c_in * k * k
+
+
+def tconv(h_in: int, w_in: int, c_in: int, c_out: int, k: int) -> int:
+    """Multiply-adds of a k x k transposed convolution: each input pixel of each
+    input channel scatters a k x k x c_out patch (whatever the stride and crop)."""
+    return h_in * w_in * c_in * c_out * k * k
+
+
+def dense(n_in: int, n_out: int) -> int:
+    return n_in * n_out
+
+
+# ------------------------------------------------------------------ report
+@dataclass(frozen=True)
+class Figure:
+    """A figure a workload's table shows after its quality figure: i18n label,
+    result key, how it is written (a name in report.tables.FORMATS), higher is
+    better (True, False, or None for neither)."""
+    label: str
+    key: str
+    format: str
+    higher_is_better: bool | None
+
+
+@dataclass(frozen=True)
+class Kit:
+    """What the array hooks compute with, handed in by the check: numpy, the
+    float64 reference (`frameval.nb.reference`), the data module and the
+    shared initial weights (`frameval.nb.weights.init_weights`)."""
+    np: object
+    R: object
+    data: object
+    init: Callable
+
+
+def _no_finding(*args, **kwargs):
+    return None
+
+
+@dataclass(frozen=True)
+class Workload:
+    key: str
+    display: str             # how the FLOP table writes it
+    params: tuple            # the parameters every notebook of the workload declares
+    param_counts: dict       # trainable parameters per network, from docs/workloads.md
+    quality: Quality
+    # ---- data: the cache file whose checksum the run key holds, and the
+    # training samples an epoch visits (constraints.py), from the run's parameters
+    data_name: Callable       # (params) -> "mnist-embedded", "series-co2", ...
+    train_samples: Callable   # (params) -> int
+    data_problem: Callable    # (params) -> "" or what cannot train (before the batch check)
+    too_few: Callable         # (params, n_train) -> what leaves fewer samples than a batch
+    # ---- the check (frameval.nb.check) and its reference
+    default_lr: float
+    forward_outputs: tuple
+    losses: tuple
+    networks: tuple           # (Network, ...)
+    sample: Callable          # (kit, seed, size) -> x, y, source
+    batch: Callable           # (kit, x, y, seed, k) -> one check batch dict
+    initial: Callable         # (kit, seed, lstm_biases) -> float64 initial weights
+    forward: Callable         # (kit, w0, batch) -> {output: array}
+    train: Callable           # (kit, w0, batches, lr, kink=None) -> {"losses", "grads", "grad_min", "weights"}
+    expected: Callable        # (w0) -> ([trainable names], [running statistics names])
+    flat: Callable = lambda w0: w0   # nested weights -> {canonical name: array}
+    kink_sensitive: bool = False     # LeakyReLU: the check computes a float32 kink budget
+    bias_count_matters: bool = False  # the check records lstm_biases
+    tolerances: dict = field(default_factory=dict)  # the check's, where this workload needs others
+    # ---- FLOPs (frameval.flops)
+    passes: Callable = None   # (params) -> (Pass, ...), per training sample
+    # ---- the report
+    profiles: dict = field(default_factory=dict)   # profile -> notebook parameter overrides
+    spec_settings: dict = field(default_factory=dict)
+    structural_counts: dict = field(default_factory=dict)  # (network, count) -> i18n reason
+    curves: tuple = ()        # ((result key, i18n axis), ...) per epoch
+    figures: tuple = ()       # (Figure, ...)
+    media: tuple = ()         # extra report parts: "grids" (GIF of images), "prediction"
+    intro_extra: Callable = _no_finding   # (wrows, S) -> text after the intro, or None
+    quality_finding: Callable = _no_finding  # (S, fmt, name, best, worst, show) or (S, fmt, name, vals)
+
+    def final(self, result: dict):
+        """The run's quality figure, or None."""
+        return final_value(result, self.quality.key) if self.quality.per_epoch else result.get(self.quality.key)
+
+    def network(self, name: str) -> Network | None:
+        return next((n for n in self.networks if n.name == name), None)
+
+
+def final_value(result: dict, key: str):
+    """A result's top-level `key`, else the last epoch that recorded it."""
+    v = result.get(key) if isinstance(result, dict) else None
+    if v is not None:
+        return v
+    epochs = result.get("epochs") if isinstance(result, dict) else None
+    for e in reversed(epochs if isinstance(epochs, list) else []):
+        if isinstance(e, dict) and key in e:
+            return e.get(key)
+    return None

@@ -1,0 +1,128 @@
+"""DCGAN on MNIST (docs/workloads.md): everything frameval knows about the
+workload besides its notebooks. Standard library only (see base.py)."""
+from __future__ import annotations
+
+from . import datasets
+from .base import Figure, Layer, Network, Pass, Quality, Workload, conv, dense, tconv
+from .lenet import COMMON_PARAMS
+
+NETS = ("generator", "discriminator")
+NOISE = 100
+
+
+def _bn(prefix, c):
+    return ((f"{prefix}.weight", (c,), "ones"), (f"{prefix}.bias", (c,), "zeros"),
+            (f"{prefix}.running_mean", (c,), "stat0"), (f"{prefix}.running_var", (c,), "stat1"))
+
+
+GENERATOR = (
+    ("fc.weight", (12544, NOISE), "dense"), *_bn("bn0", 256),
+    ("deconv1.weight", (256, 128, 5, 5), "deconv"), *_bn("bn1", 128),
+    ("deconv2.weight", (128, 64, 5, 5), "deconv"), *_bn("bn2", 64),
+    ("deconv3.weight", (64, 1, 5, 5), "deconv"),
+)
+DISCRIMINATOR = (
+    ("conv1.weight", (64, 1, 5, 5), "conv"), ("conv1.bias", (64,), "zeros"),
+    ("conv2.weight", (128, 64, 5, 5), "conv"), ("conv2.bias", (128,), "zeros"),
+    ("fc.weight", (1, 6272), "dense"), ("fc.bias", (1,), "zeros"),
+)
+# The generator's BatchNorm running statistics, which the check compares after its steps.
+BN_RUNNING = [f"generator.{bn}.{s}" for bn in ("bn0", "bn1", "bn2") for s in ("running_mean", "running_var")]
+
+
+def generator_layers() -> tuple:
+    return (Layer("G dense 100→12,544", dense(100, 12544), on_input=True),
+            Layer("G tconv 5x5 256→128, stride 1 (7x7 in)", tconv(7, 7, 256, 128, 5)),
+            Layer("G tconv 5x5 128→64, stride 2 (7x7 in)", tconv(7, 7, 128, 64, 5)),
+            Layer("G tconv 5x5 64→1, stride 2 (14x14 in)", tconv(14, 14, 64, 1, 5)))
+
+
+def discriminator_layers() -> tuple:
+    return (Layer("D conv 5x5 1→64, stride 2 (14x14 out)", conv(14, 14, 1, 64, 5), on_input=True),
+            Layer("D conv 5x5 64→128, stride 2 (7x7 out)", conv(7, 7, 64, 128, 5)),
+            Layer("D dense 6,272→1", dense(6272, 1)))
+
+
+def passes(params) -> tuple:
+    """Per real image: fake = G(z), whose backward comes in the G step; the D
+    step on D(x) and D(fake.detach()): D's weights, no gradient for either
+    input; the G step on D(fake) through the updated D: the gradient runs
+    through all of D down to the fake image, but D's weights are not trained there."""
+    d = discriminator_layers()
+    return (Pass("G(z); backward in the G step", generator_layers()),
+            Pass("D step: D(x), D(fake.detach())", d, times=2),
+            Pass("G step: D(fake), updated D", d, weights=False, input_grad=True))
+
+
+def _batch(kit, x, y, seed, k):
+    """The noise is drawn with numpy from the seed, the same in every framework."""
+    np = kit.np
+    z = np.random.RandomState([seed, 3, 1, k]).standard_normal((len(x), NOISE)).astype(np.float32)
+    return {"x": x, "z": z}
+
+
+def _initial(kit, seed, lstm_biases):
+    return {n: kit.R.as64(kit.init(n, seed)) for n in NETS}
+
+
+def _flat(w0):
+    return {f"{n}.{k}": v for n in NETS for k, v in w0[n].items()}
+
+
+def _forward(kit, w0, batch):
+    np, R = kit.np, kit.R
+    fake = R.generator_forward(w0["generator"], np.asarray(batch["z"], np.float64), train=True)[0]
+    return {"fake": fake, "d_logits": R.discriminator_forward(w0["discriminator"], np.asarray(batch["x"], np.float64))[0]}
+
+
+def _train(kit, w0, batches, lr, kink=None):
+    return kit.R.dcgan_train(w0["generator"], w0["discriminator"], batches, lr, kink=kink)
+
+
+def _expected(w0):
+    tables = {"generator": GENERATOR, "discriminator": DISCRIMINATOR}
+    names = [f"{n}.{name}" for n in NETS for name, _, kind in tables[n] if kind not in ("stat0", "stat1")]
+    return names, list(BN_RUNNING)
+
+
+def _samples(wrows, S):
+    """How many images the runs trained, and what it takes to see digits:
+    said plainly, so a grid of noise after a short run is not a surprise."""
+    totals = sorted({sum(e.get("samples") or 0 for e in w.result.epochs if isinstance(e, dict))
+                     for w in wrows} - {0})
+    if not totals:
+        return S("dcgan_digits")
+    shown = " / ".join(f"{t:,}" for t in totals)
+    return S("dcgan_trained", samples=shown) + " " + S("dcgan_digits")
+
+
+def _finding(S, fmt, name, ok):
+    """No score to rank: the final generator / discriminator losses of each run."""
+    vals = [(w, fmt.num(w.result.metric("gen_loss")), fmt.num(w.result.metric("disc_loss"))) for w in ok]
+    vals = [x for x in vals if x[1] is not None]
+    if not vals:
+        return None
+    return S("finding_dcgan", workload=name, items=S.join(f"{w['label']} {fmt.sig(g, 3)}/{fmt.sig(d, 3)}"
+                                                         for w, g, d in vals))
+
+
+WORKLOAD = Workload(
+    key="dcgan", display="DCGAN", params=COMMON_PARAMS + ("dataset",),
+    param_counts={"generator": 2280896, "discriminator": 212865},
+    quality=Quality("gen_loss", "col_gen_loss", "axis_final_gen_loss", None, True),
+    data_name=datasets.mnist_name, train_samples=datasets.mnist_train, data_problem=datasets.no_problem,
+    too_few=datasets.mnist_too_few,
+    default_lr=1e-4, forward_outputs=("fake", "d_logits"), losses=("d_loss", "g_loss"),
+    networks=(Network("generator", 1, GENERATOR, ("generator", "gen", "g", "netg")),
+              Network("discriminator", 2, DISCRIMINATOR, ("discriminator", "disc", "d", "netd"))),
+    sample=datasets.mnist_sample, batch=_batch, initial=_initial, forward=_forward, train=_train,
+    expected=_expected, flat=_flat, kink_sensitive=True,
+    passes=passes,
+    profiles={"quick": {"epochs": 2, "batch_size": 32, "max_train_samples": 160}, "full": {"dataset": "full"}},
+    spec_settings={"batch_size": 256, "lr": 1e-4, "optimizer": "Adam", "betas": [0.9, 0.999], "adam_eps": 1e-8,
+                   "dtype": "float32", "epochs": 50, "leaky_relu": 0.2, "bn_momentum": 0.9, "bn_eps": 1e-5,
+                   "dropout": 0.3, "noise_dim": NOISE},
+    curves=(("gen_loss", "axis_loss"), ("disc_loss", "axis_loss")),
+    figures=(Figure("col_disc_loss", "disc_loss", "sig4", None),),
+    media=("grids",), intro_extra=_samples, quality_finding=_finding,
+)

@@ -1,0 +1,64 @@
+"""LeNet-5 on MNIST (docs/workloads.md): everything frameval knows about the
+workload besides its notebooks. Standard library only (see base.py)."""
+from __future__ import annotations
+
+from . import datasets
+from .base import Figure, Layer, Network, Pass, Quality, Workload, conv, dense
+
+COMMON_PARAMS = ("mode", "device", "epochs", "batch_size", "lr", "seed", "threads", "max_train_samples", "out_dir")
+
+WEIGHTS = (
+    ("conv1.weight", (6, 1, 5, 5), "conv"), ("conv1.bias", (6,), "zeros"),
+    ("conv2.weight", (16, 6, 5, 5), "conv"), ("conv2.bias", (16,), "zeros"),
+    ("fc1.weight", (120, 400), "dense"), ("fc1.bias", (120,), "zeros"),
+    ("fc2.weight", (84, 120), "dense"), ("fc2.bias", (84,), "zeros"),
+    ("fc3.weight", (10, 84), "dense"), ("fc3.bias", (10,), "zeros"),
+)
+
+
+def layers() -> tuple:
+    return (Layer("conv 5x5 1→6, pad 2 (28x28)", conv(28, 28, 1, 6, 5), on_input=True),
+            Layer("conv 5x5 6→16 (10x10)", conv(10, 10, 6, 16, 5)),
+            Layer("dense 400→120", dense(400, 120)),
+            Layer("dense 120→84", dense(120, 84)),
+            Layer("dense 84→10", dense(84, 10)))
+
+
+def _initial(kit, seed, lstm_biases):
+    return kit.R.as64(kit.init("lenet", seed))
+
+
+def _forward(kit, w0, batch):
+    return {"logits": kit.R.lenet_forward(w0, kit.np.asarray(batch["x"], kit.np.float64))[0]}
+
+
+def _train(kit, w0, batches, lr, kink=None):
+    return kit.R.lenet_train(w0, batches, lr)
+
+
+def _expected(w0):
+    return [name for name, _, kind in WEIGHTS if kind not in ("stat0", "stat1")], []
+
+
+def _finding(S, fmt, name, best, worst, show):
+    return S("finding_lenet_acc", workload=name, run=best[0]["label"], acc=show(best[1]),
+             run2=worst[0]["label"], acc2=show(worst[1]))
+
+
+WORKLOAD = Workload(
+    key="lenet", display="LeNet-5", params=COMMON_PARAMS + ("dataset",), param_counts={"lenet": 61706},
+    quality=Quality("test_acc", "col_test_acc", "axis_accuracy", True, True),
+    data_name=datasets.mnist_name, train_samples=datasets.mnist_train, data_problem=datasets.no_problem,
+    too_few=datasets.mnist_too_few,
+    default_lr=1e-3, forward_outputs=("logits",), losses=("loss",),
+    networks=(Network("lenet", 0, WEIGHTS, ("lenet", "model", "total")),),
+    sample=datasets.mnist_sample, batch=datasets.labelled_batch, initial=_initial, forward=_forward,
+    train=_train, expected=_expected,
+    passes=lambda params: (Pass("step", layers()),),
+    profiles={"quick": {"epochs": 5, "max_train_samples": 0}, "full": {"dataset": "full"}},
+    spec_settings={"batch_size": 64, "lr": 1e-3, "optimizer": "Adam", "betas": [0.9, 0.999], "adam_eps": 1e-8,
+                   "dtype": "float32", "epochs": 5},
+    curves=(("train_loss", "axis_loss"), ("test_loss", "axis_loss"), ("test_acc", "axis_accuracy")),
+    figures=(Figure("col_test_loss", "test_loss", "sig4", False),),
+    quality_finding=_finding,
+)

@@ -1,0 +1,154 @@
+"""Workloads as registered objects (issue #36): a fourth workload is one
+record in the registry, and no module outside frameval/workloads/ switches on a
+workload's name.
+
+- A toy workload defined here (a dense layer 4 -> 1 on random numbers) runs
+  the numerical check, the FLOP count, the constraints and the report's table
+  through the registry alone: nothing but `workloads.registered(TOY)` and its
+  own code.
+- An `ast` scan of frameval/ fails on a comparison with, or a dict keyed by,
+  a built-in workload's name outside the workload modules.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from frameval import constraints, flops, workloads
+from frameval.nb import check
+from frameval.report.i18n import Strings
+from frameval.report.model import make_rows
+from frameval.report.tables import workload_table
+from frameval.workloads.base import Figure, Layer, Network, Pass, Quality, Workload, dense
+
+pytestmark = pytest.mark.fast
+REPO = Path(__file__).resolve().parent.parent
+
+# ------------------------------------------------------------------ the toy
+TOY_WEIGHTS = (("fc.weight", (1, 4), "dense"), ("fc.bias", (1,), "zeros"))
+TOY_TRAIN = 100
+
+
+def _sample(kit, seed, size):
+    rng = kit.np.random.RandomState([seed, 7])
+    x = rng.standard_normal((size, 4)).astype(kit.np.float32)
+    return x, (x.sum(1, keepdims=True) * 0.5).astype(kit.np.float32), f"toy: {size} random rows"
+
+
+def _loss(R, p, x, y):
+    pred = R.dense(x, p["fc.weight"], p["fc.bias"])
+    loss, d = R.mse(pred, np.asarray(y, np.float64))
+    return loss, {"fc.weight": d.T @ x, "fc.bias": d.sum(0)}
+
+
+def _train(kit, w0, batches, lr, kink=None):
+    return kit.R._train(w0, batches, lr, lambda p, x, y: _loss(kit.R, p, x, y))
+
+
+TOY = Workload(
+    key="toy", display="Toy", params=("mode", "epochs", "batch_size", "lr", "seed"), param_counts={"toy": 5},
+    quality=Quality("val_mse", "col_val_rmse", "axis_mse", False, False),
+    data_name=lambda p: "toy-random", train_samples=lambda p: TOY_TRAIN, data_problem=lambda p: "",
+    too_few=lambda p, n: f"the toy has {n} rows",
+    default_lr=1e-2, forward_outputs=("pred",), losses=("loss",),
+    networks=(Network("toy", 50, TOY_WEIGHTS),),
+    sample=_sample, batch=lambda kit, x, y, seed, k: {"x": x, "y": y},
+    initial=lambda kit, seed, biases: kit.R.as64(kit.init("toy", seed)),
+    forward=lambda kit, w0, b: {"pred": kit.R.dense(np.asarray(b["x"], np.float64), w0["fc.weight"], w0["fc.bias"])},
+    train=_train, expected=lambda w0: (list(w0), []),
+    passes=lambda params: (Pass("step", (Layer("dense 4→1", dense(4, 1), on_input=True),)),),
+    figures=(Figure("col_val_rmse", "val_rmse", "sig3", False),),
+)
+
+
+class Rec:
+    def __init__(self):
+        self.result = {}
+
+    def check_done(self, res):
+        self.result["check"] = res
+
+
+def test_a_toy_workload_runs_the_check():
+    """The check of a float32 'framework' that is the toy's reference itself passes."""
+    with workloads.registered(TOY):
+        chk = check.Checker(Rec(), "toy", 0, batch_size=8)
+        assert chk.lr == TOY.default_lr and chk.problems == []
+        ref = chk.wl.train(check.kit(), chk.w0, chk.batches, chk.lr)
+        chk.forward(**{k: v.astype(np.float32) for k, v in chk._ref_forward().items()})
+        chk.grads({k: v.astype(np.float32) for k, v in ref["grads"].items()})
+        for row in ref["losses"]:
+            chk.losses(**row)
+        chk.weights({k: v.astype(np.float32) for k, v in ref["weights"].items()})
+        res = chk.finish()
+    assert res["ok"] is True and res["problems"] == [] and res["missing"] == [], res
+    assert set(res["grads"]) == {"fc.weight", "fc.bias"} and res["lstm_biases"] is None
+    assert "toy" not in workloads.REGISTRY  # gone again: the registry is all it touched
+
+
+def test_a_toy_workload_counts_its_flops_and_checks_its_constraints():
+    with workloads.registered(TOY):
+        assert flops.training_flops("toy") == 2 * 4 * 2  # forward and weight gradient; its input is data
+        run = SimpleNamespace(fw_key="torch", workload="toy", params={"batch_size": 64})
+        assert constraints.train_samples(run) == TOY_TRAIN and constraints.problem(run) == ""
+        run.params = {"batch_size": 256}
+        assert "the toy has 100 rows with batch_size=256" in constraints.problem(run)
+    assert flops.training_flops("toy") is None
+
+
+def test_a_toy_workload_has_a_report_table(tmp_path):
+    result = {"framework": "torch", "workload": "toy", "mode": "graph", "device": "cpu", "status": "ok",
+              "params": {"epochs": 1}, "val_mse": 0.25, "val_rmse": 0.5, "epochs": [{"epoch": 1, "seconds": 1.0}],
+              "_dir": str(tmp_path)}
+    S = Strings("en")
+    with workloads.registered(TOY):
+        rows = make_rows([result], S)
+        table = workload_table("toy", rows, S, False, {})
+    assert table["id"] == "table-toy" and len(table["rows"]) == 1
+    heads = [h if isinstance(h, str) else str(h.get("t", "")) for h in table["headers"]]
+    assert any(S("col_val_rmse") in h for h in heads), heads
+
+
+# ------------------------------------------------------------------ no name switches
+NAMES = {"lenet", "dcgan", "lstm"}
+
+
+def _is_name(node) -> bool:
+    if isinstance(node, ast.Constant):
+        return node.value in NAMES
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):  # wl in ("lenet", "lstm")
+        return any(_is_name(e) for e in node.elts)
+    return False
+
+
+def name_switches(source: str) -> list:
+    """[(line, what)]: each comparison with a workload's name, each dict keyed by one."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare) and any(_is_name(n) for n in (node.left, *node.comparators)):
+            found.append((node.lineno, "compares a workload's name"))
+        elif isinstance(node, ast.Dict) and any(k is not None and _is_name(k) for k in node.keys):
+            found.append((node.lineno, "a dict keyed by a workload's name"))
+    return found
+
+
+def test_the_finder_finds_a_switch():
+    src = ('if wl == "lenet":\n    pass\nx = wl in ("dcgan", "x")\nd = {"lstm": 1}\n'
+           'ok = {"generator": 1}\nfine = wl == other\n')
+    assert [line for line, _ in name_switches(src)] == [1, 3, 4]
+
+
+def test_no_name_switch_outside_the_workload_modules():
+    """A workload's own facts live in its module (frameval/workloads/); the
+    other modules ask its record. A new `if workload == "dcgan"` fails here."""
+    bad = []
+    for f in sorted((REPO / "frameval").rglob("*.py")):
+        rel = f.relative_to(REPO)
+        if rel.parts[:2] == ("frameval", "workloads"):
+            continue
+        bad += [f"{rel}:{line}: {what}" for line, what in name_switches(f.read_text(encoding="utf-8"))]
+    assert not bad, "name switches outside frameval/workloads/ (ask the workload record instead):\n" + "\n".join(bad)
