@@ -50,7 +50,9 @@ class _Record:
             if f.name == "extra":
                 continue
             default = f.default_factory() if callable(f.default_factory) else f.default
-            vals[f.name] = _typed(d.get(f.name, default), default)
+            value = d.get(f.name, default)
+            accepts = f.metadata.get("accepts")  # a key whose type an older version wrote differently
+            vals[f.name] = (value if isinstance(value, accepts) else default) if accepts else _typed(value, default)
         return cls(**vals, extra={k: v for k, v in d.items() if k not in known})
 
     def to_dict(self) -> dict:
@@ -142,7 +144,8 @@ class Plan(_Record):
     workloads: list = field(default_factory=list)
     modes: list = field(default_factory=list)
     device: str = ""
-    overrides: list = field(default_factory=list)
+    # the -p values as given; a dict before version 4 ({"epochs": 3}), kept as written
+    overrides: list = field(default_factory=list, metadata={"accepts": (list, dict)})
     repeats: int = 1
     profile_notes: list = field(default_factory=list)
     started: str = ""

@@ -60,15 +60,20 @@ def test_a_corrupt_file_reads_as_a_failed_record_of_this_schema(tmp_path):
 def test_every_committed_file_of_an_older_version_reads(path):
     d = json.loads(path.read_text())
     if path.name == "plan.json":
-        p = schema.Plan.from_dict(d)
-        assert p.to_dict().keys() >= d.keys()
+        out = schema.Plan.from_dict(d).to_dict()
     elif path.parent.name == "environments":
-        e = schema.Environment.from_dict(d)
-        assert e.to_dict().keys() >= d.keys()
+        out = schema.Environment.from_dict(d).to_dict()
     else:
-        r = schema.read_result(d)
-        assert r["schema"] in (1, 2, 3, 4) and r.keys() >= d.keys()
-        assert Result.from_dict(d).workload == d.get("workload")
+        out = schema.read_result(d)
+        assert out["schema"] in (1, 2, 3, 4) and Result.from_dict(d).workload == d.get("workload")
+    assert {k: out[k] for k in d} == d  # every key as it was written: the report shows the same
+
+
+def test_an_older_plan_keeps_its_overrides_as_written():
+    """Plans before version 4 held the -p values as a dict; the report shows them as they were."""
+    assert schema.Plan.from_dict({"overrides": {"epochs": 3}}).overrides == {"epochs": 3}
+    assert schema.Plan.from_dict({"overrides": ["lenet.lr=0.002"]}).overrides == ["lenet.lr=0.002"]
+    assert schema.Plan.from_dict({"overrides": "x"}).overrides == []
 
 
 @pytest.mark.parametrize("junk", [None, [], "text", {"schema": "x", "params": 3, "epochs": {}}, {}])
