@@ -12,6 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from ..envs import lockfile
 from ..files import atomic_write_json
 from . import manifest as mf
 from . import wheels as wh
@@ -27,7 +28,9 @@ def mb(n: int) -> str:
 def env_entry(label, spec, python, plat, out: Path, log, dry_run: bool, echo) -> dict:
     """One environment: its pins resolved for the target, and its files fetched (or only sized)."""
     t0 = time.perf_counter()
-    pins = wh.compile_pins(list(spec.pip), python, plat, log)
+    lock = locked_for(spec, python, plat)
+    pins = ([f"{n}=={v}" for n, v in lock.pins.items()] if lock
+            else wh.compile_pins(list(spec.pip), python, plat, log))
     if dry_run:
         files = wh.sizes(pins, python, plat)
     else:
@@ -41,7 +44,15 @@ def env_entry(label, spec, python, plat, out: Path, log, dry_run: bool, echo) ->
          f"(largest: {big}) in {time.perf_counter() - t0:.0f} s")
     rels = [(f"{mf.WHEELS}/{n}", b) for n, b in files]
     return {"spec": spec.path.name, "spec_key": spec.key, "python": python, "requirements": pins,
-            "wheels": [r for r, _ in rels], "bytes": total}, rels
+            "lock": lock.digest if lock else "", "wheels": [r for r, _ in rels], "bytes": total}, rels
+
+
+def locked_for(spec, python: str, plat: str):
+    """The spec's lock where the bundle's target is the lock's (its Python, linux x86_64): the
+    bundle then holds the lock's versions, which `--offline` installs hash-checked. Else None:
+    the pins are resolved for the target here, and the environment builds from them unlocked."""
+    lock, _ = lockfile.status(spec)
+    return lock if lock and python == spec.python and plat.endswith("_x86_64") and "linux" in plat else None
 
 
 def add_data(out: Path, full: bool, echo) -> list:
