@@ -8,6 +8,7 @@ validation; without a command name, the default `run` command runs.
     python3 run_all.py bench <overhead|pipeline|seed_parity> [args]
     python3 run_all.py defects [--frameworks ...]
     python3 run_all.py compare A B
+    python3 run_all.py lock [NAME ...]
 
 Standard library only: it runs before the runner environment exists.
 """

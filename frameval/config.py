@@ -238,11 +238,13 @@ class RunConfig:
             return
         from .bundle import manifest, offline
         from .bootstrap import RUNNER_SPEC
+        from .envs.lockfile import lock_digest
         from .envs.spec import framework_spec
         from .envs.specfile import parse_spec
         own = {canonical_framework(p.partition("=")[0].strip()) for p in self.pythons}
         needed = [("runner", parse_spec(RUNNER_SPEC))] + [
             (k, framework_spec(k, self.device)) for k in dict.fromkeys(r.fw_key for r in self.runs) if k not in own]
+        needed = [(label, spec, lock_digest(spec)) for label, spec in needed]  # bundle and build: one lock
         try:
             self.offline = str(Path(self.offline).expanduser().absolute())
             self._bundle_data = manifest.check_bundle(self.offline, needed).get("data", [])  # prepare() only

@@ -99,6 +99,11 @@ def isa() -> list:
     return [f for f in ISA_FLAGS if f in flags]
 
 
+def flags() -> list:
+    """Every flag this CPU reports (/proc/cpuinfo), sorted; [] where it cannot be read."""
+    return sorted((_cpuinfo().get("flags") or _cpuinfo().get("Features") or "").split())
+
+
 def identity() -> dict:
     """What decides whether a figure measured here holds on another machine: the
     CPU model, its instruction sets, the core count (the cache key's 'cpu')."""

@@ -7,6 +7,7 @@ and `frameval.nb` imports it inside the framework environments (numpy + stdlib).
 
 An output folder:
     <out>/plan.json                       what was asked (PLAN)
+    <out>/provenance.json                 what it was made from: commit, command, locks, freezes, data, machine (PROVENANCE)
     <out>/environments/<fw>.json          where each framework's environment came from (ENVIRONMENTS)
     <out>/runs/<fw>/<workload>-<mode>[-gpu][@<swept values>]/
         result.json                       the run's record (RESULT)
@@ -33,6 +34,7 @@ PAPERMILL_LOG = "papermill.log"
 WORK = "work"  # the run's working folder (framework caches, compile dumps), emptied before each execution
 GRIDS = "grids"
 PLAN = "plan.json"
+PROVENANCE = "provenance.json"  # what the report was made from (frameval/provenance.py)
 RUNS = "runs"  # <out>/runs/<fw>/<run folder>/
 ENVIRONMENTS = "environments"
 OUT_LOCK = ".frameval.lock"

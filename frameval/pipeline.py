@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import __version__, data, envs, execute, executors, files, locks, probe, results
+from . import __version__, data, envs, execute, executors, files, locks, probe, provenance, results
 from .executors.context import ExecContext, Job
 from .paths import REPO
 from .schema import Environment, Plan
@@ -62,6 +62,7 @@ class Pipeline:
         self.out = Path(config.out).resolve()
         self.cancel = execute.Cancel()  # Ctrl-C: set by the signal handler, handed to the executor
         self.executor = executors.get(config.executor)
+        self.data_paths: dict = {}  # the data caches prepared: their hashes go into provenance.json
 
     def say(self, msg: str):
         print(msg, flush=True)
@@ -84,6 +85,7 @@ class Pipeline:
                 print(f"frameval: error: {' '.join(str(e).split())}", file=sys.stderr, flush=True)
                 return EXIT_FAILED
             env_by_fw = self.environments()
+            self.record_provenance(env_by_fw)  # before any run: a run cut short still has it
             if cfg.setup_only:
                 self.say("frameval: setup done (environments, kernels, data caches); nothing run (--setup-only)")
                 return 0 if all(isinstance(e, envs.Env) for e in env_by_fw.values()) else EXIT_FAILED
@@ -93,6 +95,7 @@ class Pipeline:
                 print(f"frameval: error: cannot write in {self.out}: {e.strerror or e} ({self.intact()})",
                       file=sys.stderr, flush=True)
                 return EXIT_FAILED
+            self.record_provenance(env_by_fw)  # again: with the machine's peak, measured just before the runs
             code = self.collect([str(self.out)])
         if self.cancel.is_set():
             return EXIT_INTERRUPTED
@@ -127,10 +130,18 @@ class Pipeline:
                     runs=[r.name for r in self.runs if r.repeat == 1])
         files.atomic_write_json(self.out / files.PLAN, plan.to_dict())
 
+    def record_provenance(self, env_by_fw):
+        """<out>/provenance.json: what the report is made from (frameval/provenance.py)."""
+        from .bootstrap import runner_env
+        try:
+            provenance.write(self.out, self.config, env_by_fw, self.data_paths, runner_env(self.config.env_backend))
+        except Exception as e:  # noqa: BLE001 - the record's failure is said, and never stops the runs
+            self.say(f"frameval: warning: {files.PROVENANCE} not written: {type(e).__name__}: {e}")
+
     def prepare_data(self):
         t0 = time.perf_counter()
-        data.prepare_all(self.config.data_dir or None, self.config.download_mnist, full=self.config.needs_full_mnist,
-                         echo=lambda m: self.say(f"frameval: {m}"))
+        self.data_paths = data.prepare_all(self.config.data_dir or None, self.config.download_mnist,
+                                           full=self.config.needs_full_mnist, echo=lambda m: self.say(f"frameval: {m}"))
         self.say(f"frameval: data caches ready in {data.data_cache_dir()} ({time.perf_counter() - t0:.1f} s)")
 
     def environments(self) -> dict:

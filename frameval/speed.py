@@ -72,7 +72,9 @@ def outliers(rs) -> int:
 
 
 def run_rate(windows):
-    """A run's samples/s: the median of its steady windows' rates, or None."""
+    """A run's samples/s: the median of its steady windows' rates, or None. The
+    recorder writes it as the run's `samples_per_s`; the report and compare read
+    that figure as written, so a file's number is shown as it is."""
     rs = rates(windows)
     return statistics.median(rs) if rs else None
 

@@ -116,10 +116,12 @@ def test_cache_dir_matches_platformdirs(monkeypatch):
 
 
 @pytest.mark.fast
-def test_env_location_is_keyed_by_spec():
+def test_env_location_is_keyed_by_spec_and_its_lock():
+    from frameval.envs import lockfile
     spec = parse_spec(REPO / "envs/torch.yml")
     env = envs.env_for(spec, envs.BACKENDS["venv"])
-    assert env.prefix.parent == paths.envs_dir() and env.prefix.name.endswith(spec.key)
+    lock = lockfile.status(spec)[0]
+    assert env.prefix.parent == paths.envs_dir() and env.prefix.name.endswith(f"{spec.key}-{lock.digest[:8]}")
 
 
 @pytest.mark.fast

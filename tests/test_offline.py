@@ -177,6 +177,15 @@ def test_manifest_checks_pass_a_whole_bundle_and_name_each_fault(tmp_path):
 
 
 @pytest.mark.fast
+def test_a_bundle_made_from_another_lock_is_refused(tmp_path):
+    """--offline builds from the clone's lock, hash-checked: a bundle of other versions cannot serve it."""
+    b = small_bundle(tmp_path / "ok")
+    assert mf.check_bundle(b, [("mxnet", framework_spec("mxnet"), "")])
+    with pytest.raises(mf.BundleError, match=r"made from another lock of mxnet.yml than this clone's"):
+        mf.check_bundle(b, [("mxnet", framework_spec("mxnet"), "0" * 64)])
+
+
+@pytest.mark.fast
 def test_platform_fit_and_wheel_choice():
     assert mf.platform_fits("manylinux_2_28_x86_64", "manylinux_2_36_x86_64")
     assert not mf.platform_fits("manylinux_2_38_x86_64", "manylinux_2_36_x86_64")

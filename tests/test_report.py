@@ -558,9 +558,9 @@ def test_speed_is_ranked_by_samples_per_s(built):
             fw = {"PyTorch": "torch", "TensorFlow": "tensorflow", "MXNet": "mxnet"}[row[0]["text"]]
             dev = row[col(tab, S("col_device"))]["v"] if S("col_device") in tab["headers"] else "cpu"
             r = res[(fw, wl, row[2]["text"], dev)]
+            # the run's own recorded rate: a repeat folds in by its own result's rate (none here), never by
+            # rescaling this run's rate with the repeats' median epoch (speed.py: one estimate)
             sps = r.get("samples_per_s")
-            if r.get("repeats") and sps:
-                sps = sps * r["steady_epoch_s"] / statistics.median(r["repeats"])
             rows.append((row, r, dev, sps))
         for row, r, dev, sps in rows:
             best = max((s for _, x, d, s in rows if d == dev and x["status"] == "ok" and s), default=None)

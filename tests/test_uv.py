@@ -4,6 +4,7 @@ pip-built one, pip takes over (with one line) where uv cannot be had, and
 independent environments build in parallel, a failed one naming its log."""
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -204,3 +205,28 @@ def test_seed_packages_match_ensurepip():
     from dataclasses import replace
     assert not any(s.startswith("pip==") for s in envs.backends._seed_packages(Path(sys.executable),
                                                                       replace(spec, pip=spec.pip + ("pip>=24",))))
+
+
+# ------------------------------------------------------------ built from a lock
+@needs_uv
+@pytest.mark.parametrize("installer", ["uv", "pip"])
+def test_an_environment_built_from_a_lock_has_exactly_its_versions(cache, fresh_uv_state, monkeypatch, installer):
+    """A lock made with uv (hashes) is what the environment holds, with uv and with
+    pip (--require-hashes); a file not in the lock is refused."""
+    from frameval.envs import lockfile
+    spec = parse_spec(tiny_spec(cache, "tinylock", "idna<3.8", "six"))
+    with open(cache / "lock.log", "w") as log:
+        lock = lockfile.make_lock(spec, log)
+    assert lock.state == lockfile.MADE and set(lock.pins) == {"idna", "six"}, (cache / "lock.log").read_text()
+    if installer == "pip":
+        monkeypatch.setenv("FRAMEVAL_INSTALLER", "pip")
+    env = envs.ensure_env(spec, envs.BACKENDS["venv"], echo=None)
+    assert env.prefix.name.endswith(f"{spec.key}-{lock.digest[:8]}") and env.info()["lock"]["state"] == "locked"
+    frozen = dict(ln.split("==") for ln in env.freeze.splitlines() if "==" in ln)
+    assert {k: frozen[k] for k in lock.pins} == lock.pins
+    assert "--require-hashes" in env.prefix.with_suffix(".log").read_text()
+    # a hash that is not the file's: the install is refused
+    lp = lockfile.lock_path(spec.path)
+    lp.write_text(re.sub(r"sha256:[0-9a-f]{64}", "sha256:" + "0" * 64, lp.read_text()))
+    with pytest.raises(envs.EnvBuildError):
+        envs.ensure_env(spec, envs.BACKENDS["venv"], echo=None)

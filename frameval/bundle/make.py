@@ -12,6 +12,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from ..envs import lockfile
+from ..envs.index import file_version
 from ..files import atomic_write_json
 from . import manifest as mf
 from . import wheels as wh
@@ -27,21 +29,42 @@ def mb(n: int) -> str:
 def env_entry(label, spec, python, plat, out: Path, log, dry_run: bool, echo) -> dict:
     """One environment: its pins resolved for the target, and its files fetched (or only sized)."""
     t0 = time.perf_counter()
-    pins = wh.compile_pins(list(spec.pip), python, plat, log)
+    built: dict = {}
+    lock = locked_for(spec, python, plat)
+    pins = ([f"{n}=={v}" for n, v in lock.pins.items()] if lock
+            else wh.compile_pins(list(spec.pip), python, plat, log))
     if dry_run:
         files = wh.sizes(pins, python, plat)
     else:
-        got = wh.download(pins, python, plat, out, log)
+        got, built_pins = wh.download(pins, python, plat, out, log)
         names = wh.move_into(got, out / mf.WHEELS)
         shutil.rmtree(got[0].parent if got else out / "none", ignore_errors=True)
         files = [(n, (out / mf.WHEELS / n).stat().st_size) for n in names]
+        built = {pin: next((n for n in names if _is_wheel_of(n, pin)), "") for pin in built_pins}
     total = sum(b for _, b in files)
     big = ", ".join(f"{n.split('-')[0]} {mb(b)}" for n, b in sorted(files, key=lambda x: -x[1])[:3])
     echo(f"frameval: bundle: {label} (Python {python}): {len(files)} files, {mb(total)} "
          f"(largest: {big}) in {time.perf_counter() - t0:.0f} s")
     rels = [(f"{mf.WHEELS}/{n}", b) for n, b in files]
+    # a wheel built here from a pin's sdist is not the file whose hash the lock holds: named, so that
+    # --offline adds its hash (the manifest's) for that pin alone (offline.py)
     return {"spec": spec.path.name, "spec_key": spec.key, "python": python, "requirements": pins,
+            "lock": lock.digest if lock else "", "built_from_sdist": built,
             "wheels": [r for r, _ in rels], "bytes": total}, rels
+
+
+def _is_wheel_of(filename: str, pin: str) -> bool:
+    name, _, version = pin.partition("==")
+    fv = file_version(filename, name)
+    return bool(fv) and fv[0] == version
+
+
+def locked_for(spec, python: str, plat: str):
+    """The spec's lock where the bundle's target is the lock's (its Python, linux x86_64): the
+    bundle then holds the lock's versions, which `--offline` installs hash-checked. Else None:
+    the pins are resolved for the target here, and the environment builds from them unlocked."""
+    lock, _ = lockfile.status(spec)
+    return lock if lock and python == spec.python and plat.endswith("_x86_64") and "linux" in plat else None
 
 
 def add_data(out: Path, full: bool, echo) -> list:

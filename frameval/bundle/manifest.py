@@ -83,8 +83,9 @@ def find_env(manifest: dict, spec) -> dict:
     return next((e for e in manifest.get("environments", {}).values() if e.get("spec_key") == spec.key), {})
 
 
-def check_env(bundle: Path, manifest: dict, label: str, spec) -> None:
-    """The environment `label` (its spec) is in the bundle, for the Python it will be built with."""
+def check_env(bundle: Path, manifest: dict, label: str, spec, lock: str = "") -> None:
+    """The environment `label` (its spec) is in the bundle, for the Python it will be built with,
+    and from the lock it will be built from (`lock`: its digest, "" where it builds unlocked)."""
     entry = find_env(manifest, spec)
     if not entry:
         held = manifest.get("environments", {})
@@ -97,6 +98,10 @@ def check_env(bundle: Path, manifest: dict, label: str, spec) -> None:
         raise BundleError(f"--offline {bundle}: the bundle was made for Python {entry.get('python')}, but "
                           f"{spec.path.name} builds {label} with Python {spec.python}; make it with "
                           f"--python-version {spec.python}")
+    if lock and entry.get("lock") != lock:  # the build installs the lock, hash-checked: the bundle must hold it
+        again = "" if label == "runner" else f" --frameworks {label.replace('@', '==')}"
+        raise BundleError(f"--offline {bundle}: the bundle was made from another lock of {spec.path.name} than "
+                          f"this clone's; make it again with `run_all.py bundle OUT{again}`")
 
 
 def check_files(bundle: Path, manifest: dict) -> None:
@@ -112,7 +117,7 @@ def check_files(bundle: Path, manifest: dict) -> None:
 
 def check_bundle(bundle, needed) -> dict:
     """The checks of `--offline BUNDLE` before anything runs, for `needed`
-    [(label, EnvSpec)]; returns the manifest, or raises a one-line BundleError."""
+    [(label, EnvSpec[, the digest of the lock it builds from])]; returns the manifest, or raises a one-line BundleError."""
     bundle = Path(bundle).expanduser()
     if not bundle.is_dir():
         raise BundleError(f"--offline {bundle}: no such folder")
@@ -121,7 +126,7 @@ def check_bundle(bundle, needed) -> dict:
     if not platform_fits(plat):
         raise BundleError(f"--offline {bundle}: the bundle was made for the platform {plat}, and this machine is "
                           f"{machine_platform()}; make it with --platform {machine_platform()}")
-    for label, spec in needed:
-        check_env(bundle, manifest, label, spec)
+    for label, spec, *lock in needed:
+        check_env(bundle, manifest, label, spec, *lock)
     check_files(bundle, manifest)
     return manifest

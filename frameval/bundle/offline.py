@@ -11,6 +11,7 @@ it. Standard library only.
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 from ..files import atomic_copy
@@ -33,6 +34,35 @@ def uv_args() -> list:
     """uv's arguments for an install from the bundle alone: no index, no network."""
     bundle = active()
     return ["--offline", "--no-index", "--find-links", str(bundle / WHEELS)] if bundle else []
+
+
+def lock_file(path) -> tuple:
+    """(the lock to install from, whether it is a temporary copy). With a bundle:
+    a copy of the lock in which each pin the bundle built from its sdist (no wheel
+    on the index: the lock holds the sdist's hash) also takes the built wheel's
+    hash, which the manifest holds and `--offline` checked; every other file is
+    checked against the lock's hashes alone."""
+    bundle = active()
+    if not bundle:
+        return path, False
+    manifest = read(bundle)
+    extra = {}
+    for entry in manifest.get("environments", {}).values():
+        for pin, wheel in (entry.get("built_from_sdist") or {}).items():
+            sha = manifest.get("files", {}).get(f"{WHEELS}/{wheel}", {}).get("sha256")
+            if sha:
+                extra[pin.lower()] = sha
+    if not extra:
+        return path, False
+    lines = []
+    for line in Path(path).read_text().splitlines():
+        lines.append(line)
+        pin = line.split(" ")[0].lower()
+        if pin in extra and line.endswith("\\"):
+            lines.append(f"    --hash=sha256:{extra[pin]} \\")
+    with tempfile.NamedTemporaryFile("w", suffix=".lock.txt", delete=False) as f:
+        f.write("\n".join(lines) + "\n")
+    return f.name, True
 
 
 def pip_args() -> list:

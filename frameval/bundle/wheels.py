@@ -83,9 +83,9 @@ def _target(python: str, plat: str) -> list:
 NO_WHEEL = re.compile(r"No matching distribution found for ([A-Za-z0-9._-]+)==(\S+)")
 
 
-def download(pins, python: str, plat: str, dest: Path, log) -> list:
+def download(pins, python: str, plat: str, dest: Path, log) -> tuple:
     """Fetch each pin's file for the target into a new folder; returns the
-    file paths. Pins without any wheel are built into one (`pip wheel`)."""
+    file paths, and the pins without any wheel, which are built into one here (`pip wheel`)."""
     tmp = Path(tempfile.mkdtemp(prefix="frameval-wheels-", dir=dest))
     todo, built = list(pins), []
     while todo:
@@ -111,7 +111,7 @@ def download(pins, python: str, plat: str, dest: Path, log) -> list:
             os.unlink(req)
     if built:
         log.write(f"# built from sdists: {', '.join(built)}\n")
-    return sorted(tmp.iterdir())
+    return sorted(tmp.iterdir()), built
 
 
 def _build_pure(pin: str, dest: Path, log) -> None:

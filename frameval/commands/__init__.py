@@ -5,7 +5,7 @@ runs, so the registry is standard library only, and so is every command's
 validation (bad input exits 2 before the runner environment exists).
 
     run_all.py [run] [options]      the default: plan -> environments -> runs -> report
-    run_all.py test | lab | bench | defects | compare ...
+    run_all.py test | lab | bench | defects | bundle | compare | lock ...
 """
 from __future__ import annotations
 
@@ -52,4 +52,5 @@ register("lab", "frameval.commands.lab", "JupyterLab on your copy of notebooks/,
 register("bench", "frameval.commands.bench", "a benchmark from bench/, in the runner environment")
 register("defects", "frameval.commands.defects", "each framework defect's reproduction: present / fixed")
 register("bundle", "frameval.commands.bundle", "wheels and data for machines with no network (docs/offline.md)")
+register("lock", "frameval.commands.lock", "resolve environment specs into their lock files (hashes; docs/reproduce.md)")
 register("compare", "frameval.commands.compare", "faster, slower or no significant change between two output folders")

@@ -11,6 +11,7 @@ own bottom modules: paths, files, locks, catalog); none imports this file:
     pipconf.py        the user's pip settings, and as uv's arguments
     index.py          whether the package index has a pinned version (frameval/versions.py asks)
     installers.py     uv (found or bootstrapped) else pip; EnvBuildError; a failed log's reason
+    lockfile.py       each spec's lock beside it: read, whether it applies (stale, not made), made with uv
     pythons.py        finding the Python a spec asks for
     install_facts.py  the install experience of a build, measured
     model.py          Env, its ready marker, env_for (where a spec's environment lives)

@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..paths import REPO
+from . import lockfile
 from .installers import (EnvBuildError, installer_name, pip_install, run_logged, uv_cannot_be_installed,
                          uv_executable, uv_found, uv_install)
 from .model import Env
@@ -42,10 +43,18 @@ class Backend:
         return out.stdout
 
 
-def _pip_install_spec(python: Path, spec: EnvSpec, log) -> None:
-    """The spec's pip lines with pip (a spec without any runs nothing)."""
+def lock_for(spec: EnvSpec, log):
+    """The lock file to build `spec` from (lockfile.py), or None (its pip lines,
+    unlocked); which, and why, goes into the build log."""
+    lock, why = lockfile.status(spec)
+    log.write(f"# from the lock {lock.path} (hash-checked)\n" if lock else f"# {why}\n")
+    return lock.path if lock else None
+
+
+def _pip_install_spec(python: Path, spec: EnvSpec, log, locked: bool = True) -> None:
+    """The spec's lock (else its pip lines) with pip (a spec without any runs nothing)."""
     if spec.pip:
-        pip_install(python, spec.pip, log)
+        pip_install(python, spec.pip, log, lock_file=lock_for(spec, log) if locked else None)
 
 
 # ------------------------------------------------------------ the venv backend
@@ -141,10 +150,11 @@ class VenvBackend(Backend):
         uv = uv_executable(echo)
         if uv is None:
             run_logged([base, "-m", "venv", prefix], log, what="python -m venv")
-            if uv_cannot_be_installed():
-                # uv itself cannot be had here (the runner's spec lists it): build without it
+            locked = not uv_cannot_be_installed()
+            if not locked:
+                # uv itself cannot be had here (the runner's spec and lock list it): build without it, unlocked
                 spec = replace(spec, pip=tuple(ln for ln in spec.pip if not re.match(r"uv\s*($|[=<>!~;])", ln)))
-            _pip_install_spec(python, spec, log)
+            _pip_install_spec(python, spec, log, locked)
             return "pip"
         # uv: no ensurepip (seconds); what ensurepip would add (pip, and setuptools
         # before Python 3.12: Paddle and MegEngine import it) is installed with the
@@ -153,7 +163,7 @@ class VenvBackend(Backend):
         seeds = _seed_packages(base, spec)
         if seeds:  # first, as ensurepip does: the spec may then upgrade them (torch needs a newer setuptools)
             uv_install(uv, python, seeds, log)
-        uv_install(uv, python, list(spec.pip), log)
+        uv_install(uv, python, list(spec.pip), log, lock_file=lock_for(spec, log))
         warm_imports(python, warm_modules(spec), log)
         return installer_name()
 

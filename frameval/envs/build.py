@@ -21,6 +21,7 @@ from ..catalog import framework_name
 from ..files import atomic_write
 from ..locks import file_lock
 from ..paths import envs_dir
+from . import lockfile
 from .backends import Backend, choose_backend
 from .install_facts import measure
 from .installers import EnvBuildError, failure_line, installer_name
@@ -49,6 +50,9 @@ def ensure_env(spec: EnvSpec, backend: Backend, echo=print, announce: bool = Tru
             shutil.rmtree(env.prefix)  # a half-built leftover
         log_path = env.prefix.with_suffix(".log")
         say(f"building environment {spec.name} ({backend.NAME}, Python {spec.python}) -> {env.prefix}")
+        locked = lockfile.record(spec)
+        if locked.get("reason") in ("stale", lockfile.NOT_MADE) and echo:
+            echo(f"{spec.name}: {locked['why']}")  # a lock that is there but cannot be used is said, always
         t0 = time.perf_counter()
         with open(log_path, "w") as log:
             try:
@@ -63,7 +67,7 @@ def ensure_env(spec: EnvSpec, backend: Backend, echo=print, announce: bool = Tru
             log.write(f"# freeze: {time.perf_counter() - t1:.1f} s; build: {time.perf_counter() - t0:.1f} s\n")
         info = {"spec": spec.name, "key": spec.key, "backend": backend.NAME, "installer": installer,
                 "python": spec.python, "build_s": round(time.perf_counter() - t0, 1),
-                "built": time.strftime("%Y-%m-%dT%H:%M:%S")}
+                "built": time.strftime("%Y-%m-%dT%H:%M:%S"), "lock": locked}
         if offline.active():  # --offline BUNDLE: the report says where the packages came from
             info["offline_bundle"] = str(offline.active())
         info["install"] = _install_facts(spec, env.prefix, log_path, info["build_s"], installer, at_build=True)

@@ -47,14 +47,19 @@ def requirements_file(lines) -> str:
         return f.name
 
 
-def pip_install(python: Path, lines, log) -> None:
-    """Install requirement lines with the environment's own pip."""
+def pip_install(python: Path, lines, log, lock_file=None) -> None:
+    """Install requirement lines with the environment's own pip; or, given
+    `lock_file` (lockfile.py), that lock with every file's hash checked."""
     req = requirements_file(lines)
+    lock_file, temp = offline.lock_file(lock_file) if lock_file else (None, False)
+    source = ["--require-hashes", "-r", lock_file] if lock_file else ["-r", req]
     try:
-        run_logged([python, "-m", "pip", "install", "--no-input", *offline.pip_args(), "-r", req], log,
+        run_logged([python, "-m", "pip", "install", "--no-input", *offline.pip_args(), *source], log,
                    what="pip install")
     finally:
         os.unlink(req)
+        if temp:
+            os.unlink(lock_file)
 
 
 # ------------------------------------------------------------------------ uv
@@ -142,17 +147,22 @@ def uv_cannot_be_installed() -> bool:
     return _uv_state.get("why", "").startswith("could not install")
 
 
-def uv_install(uv: str, python: Path, lines, log) -> None:
+def uv_install(uv: str, python: Path, lines, log, lock_file=None) -> None:
+    """Install requirement lines with uv; or, given `lock_file`, that lock, hash-checked."""
     args, env = uv_options()
     req = requirements_file(lines)
+    lock_file, temp = offline.lock_file(lock_file) if lock_file else (None, False)
+    source = ["--require-hashes", "-r", lock_file] if lock_file else ["-r", req]
     try:
         if is_true(os.environ.get("FRAMEVAL_COMPILE_BYTECODE")):
             args.append("--compile-bytecode")
         args += offline.uv_args()  # --offline BUNDLE: the bundle's wheels alone, no index
-        run_logged([uv, "pip", "install", "--python", python, *args, "-r", req], log,
+        run_logged([uv, "pip", "install", "--python", python, *args, *source], log,
                    what="uv pip install", env=dict(os.environ, **env))
     finally:
         os.unlink(req)
+        if temp:
+            os.unlink(lock_file)
 
 
 def install_packages(python: Path, lines, log, echo=print) -> str:

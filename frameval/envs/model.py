@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..paths import envs_dir
+from .lockfile import build_key
 from .spec import spec_pin
 from .specfile import EnvSpec
 
@@ -85,7 +86,7 @@ class Env:
             out.update(python_executable=str(self.python), prefix=str(self.prefix), freeze=self.freeze,
                        installed_by_frameval=self.user.get("installed", []))
         else:
-            out.update(installer=self.info().get("installer", "pip"))
+            out.update(installer=self.info().get("installer", "pip"), lock=self.info().get("lock", {}))
             if self.info().get("offline_bundle"):
                 out["offline_bundle"] = self.info()["offline_bundle"]
         return out
@@ -93,5 +94,6 @@ class Env:
 
 def env_for(spec: EnvSpec, backend) -> Env:
     """Where `spec`'s environment lives in the per-user cache (built or not):
-    keyed by the spec's hash and the backend's name (a Backend), not by the installer."""
-    return Env(spec=spec, prefix=envs_dir() / f"{spec.name}-{backend.NAME}-{spec.key}", backend=backend.NAME)
+    keyed by the spec's hash, its lock's where it is built from one (lockfile.py), and the
+    backend's name (a Backend), not by the installer."""
+    return Env(spec=spec, prefix=envs_dir() / f"{spec.name}-{backend.NAME}-{build_key(spec)}", backend=backend.NAME)

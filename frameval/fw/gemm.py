@@ -17,7 +17,7 @@ import sys
 import time
 
 N = 2048
-REPEATS = 3
+REPEATS = 5
 
 
 def _best(run, sync, repeats: int = REPEATS) -> float:

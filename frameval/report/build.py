@@ -242,7 +242,7 @@ def _context(request, S, problems, assets_dir) -> dict:
     meta = problems.run(S("what_section", name=S("h_metadata")), metadata, request, rows, loaded["plans"], env, frameworks,
                         loaded["multi_host"], S, request["now"], default=lambda it: [(S("meta_title"), request["title"])])
     repro = problems.run(S("what_section", name=S("h_reproduce")), reproduce, request, loaded["plans"], frameworks, loaded["envs"],
-                         default=lambda it: {"error": it["text"]})
+                         S, default=lambda it: {"error": it["text"]})
     if charts.missing_glyphs:
         warnings.append(S("warn_missing_glyphs", n=len(charts.missing_glyphs)))
     notes_md = _notes(request, S, warnings)

@@ -7,7 +7,7 @@ Used by the report's "Version comparison" section (report/versions.py) and by
 """
 from __future__ import annotations
 
-from .. import speed, stats
+from .. import stats
 from ..catalog import WORKLOAD_BY_KEY
 from ..result import COMPLETED, Result
 from . import fmt
@@ -18,13 +18,9 @@ VERDICT_CLS = {"faster": "ok", "slower": "flag", "same": "", "too_few": "warn", 
 
 # ------------------------------------------------------------------ figures per run
 def samples_per_s(r: Result):
-    """The run's rate as the ranking computes it (speed.run_rate of its steady
-    windows), so this verdict and the ranking's never point opposite ways;
-    what the result recorded where it has no windows."""
-    if r.status != "ok":
-        return None
-    got = speed.run_rate(r.timing.get("windows")) if isinstance(r.timing.get("windows"), list) else None
-    return got if got is not None else fmt.num(r.samples_per_s)
+    """The run's rate as the ranking reads it: what its recorder wrote
+    (speed.run_rate), so this verdict and the ranking's never point opposite ways."""
+    return fmt.num(r.samples_per_s) if r.status == "ok" else None
 
 
 def peak_memory(r: Result):

@@ -179,7 +179,7 @@ def env_specs(frameworks, envs, repo: Path) -> list:
     return specs
 
 
-def reproduce(request, plans, frameworks, envs) -> dict:
+def reproduce(request, plans, frameworks, envs, S=None) -> dict:
     plan = plans[0] if plans else {}
     collect = collect_command(request["sources"], request["out_dir"], request["lang"], request["name"], request["title_arg"], request["author"],
                               request["notes_file"], request["repo"])
@@ -187,4 +187,47 @@ def reproduce(request, plans, frameworks, envs) -> dict:
     pc = plan.get("command") if plan.get("command") and plan.get("command") != command else ""
     return {"command": command, "command_fence": fmt.fence(command or fmt.NA, "bash"), "plan_command": pc,
             "plan_fence": fmt.fence(pc or "", "bash"), "collect": collect,
-            "specs": env_specs(frameworks, envs, request["repo"])}
+            "specs": env_specs(frameworks, envs, request["repo"]),
+            "provenance": provenance_view(request["sources"], S) if S else None}
+
+
+def _short(h) -> str:
+    return str(h)[:12] if h else fmt.NA
+
+
+def provenance_view(sources, S) -> dict | None:
+    """The first source's provenance.json as the "Reproduce" section shows it (None where none has one)."""
+    from ..provenance import read
+    found = next(((Path(src), p) for src in sources if (p := read(src))), None)
+    if not found:
+        return None
+    folder, p = found
+    fv = as_dict(p.get("frameval"))
+    commit = str(fv.get("commit") or fmt.NA)
+    state = (S("prov_dirty", n=len(fv.get("changed") or []), files=", ".join((fv.get("changed") or [])[:8]))
+             if fv.get("dirty") else S("prov_clean") if fv.get("dirty") is False else S("prov_unknown"))
+    envs = []
+    for name, e in sorted(as_dict(p.get("environments")).items()):
+        e, lock = as_dict(e), as_dict(as_dict(e).get("lock"))
+        how = (S("prov_locked", file=lock.get("file"), sha=_short(lock.get("sha256"))) if lock.get("state") == "locked"
+               else S("prov_unlocked", why=lock.get("why") or fmt.NA))
+        local = [f"{x.get('package')} {x.get('version')}" for x in lock.get("local") or [] if isinstance(x, dict)]
+        if local:
+            how += " " + S("prov_local", pkgs=", ".join(local))
+        envs.append({"name": name, "spec": str(e.get("spec") or fmt.NA), "version": str(e.get("framework_version") or fmt.NA),
+                     "lock": how, "freeze": _short(e.get("freeze_sha256"))})
+    data = [{"name": n, "file": str(as_dict(d).get("file") or fmt.NA), "sha": _short(as_dict(d).get("sha256"))}
+            for n, d in sorted(as_dict(p.get("data")).items())]
+    m = as_dict(p.get("machine"))
+    c = as_dict(m.get("cpu"))
+    caps = ", ".join(f"{k}={v}" for k, v in as_dict(m.get("caps")).items()) or S("none")
+    gpus = ", ".join(f"{g.get('name')} ({g.get('driver')})" for g in m.get("gpus") or [] if isinstance(g, dict))
+    runs = as_dict(p.get("plan")).get("runs") or []
+    seeds = sorted({str(r.get("seed")) for r in runs if isinstance(r, dict) and r.get("seed") is not None})
+    plan = as_dict(p.get("plan"))
+    return {"commit": commit, "state": state, "command": str(as_dict(p.get("command")).get("line") or fmt.NA),
+            "checkout": f"git checkout {commit}", "envs": envs, "data": data, "file": str(folder / "provenance.json"),
+            "machine": S("prov_machine", cpu=c.get("model") or fmt.NA, cores=c.get("cores") or fmt.NA,
+                         isa=" ".join(c.get("isa") or []) or fmt.NA, caps=caps, gpu=gpus or S("none")),
+            "plan": S("prov_plan", n=len(runs), repeats=plan.get("repeats") or 1, seeds=", ".join(seeds) or fmt.NA,
+                      profile=plan.get("profile") or fmt.NA)}

@@ -161,26 +161,36 @@ def _row(r: Result, extra, S) -> Row:
     return w
 
 
+def run_rate(r: Result):
+    """A run's samples/s as its recorder wrote it (speed.run_rate of its steady
+    windows), or None where it holds no positive number."""
+    v = fmt.num(r.samples_per_s)
+    return v if v is not None and v > 0 else None
+
+
 def _timing(w, r: Result, extra):
-    """samples/s: speed.side_rate over the run and its repeats (the statistic
-    every interval resamples), whiskers from the slowest to the fastest run
-    (or, for one run, steady window); seconds per steady epoch beside it."""
+    """samples/s: the median over the run and its repeats of each run's rate
+    (speed.side_rate's statistic, the one every interval resamples); whiskers
+    from the slowest to the fastest run, or for one run its slowest and fastest
+    steady window. Seconds per steady epoch: the repeats' median with min–max."""
     w["extra_failed"] = [x for x in extra if x.status != "ok"]
-    runs = [rates for rates in (window_rates(x) for x in [r] + extra if x.status == "ok") if rates]
-    sps = speed.side_rate(runs)
-    if sps is None:  # a result with no steady window: what it recorded, if anything
-        sps = fmt.num(r.samples_per_s)
-    epoch_s = [v for v in (fmt.num(x.steady_epoch_s) for x in [r] + extra if x.status == "ok") if v is not None]
-    if len(runs) > 1:
-        meds = [statistics.median(x) for x in runs]
-        w.update(steady=statistics.median(epoch_s) if epoch_s else None, steady_lo=min(epoch_s, default=None),
-                 steady_hi=max(epoch_s, default=None), steady_kind="repeats", n_repeats=len(runs),
-                 spread=div(max(meds) - min(meds), statistics.median(meds)), samples_per_s=sps,
-                 sps_lo=min(meds), sps_hi=max(meds))
+    rep_vals = [v for v in (fmt.num(x) for x in r.repeats) if v is not None]
+    if not rep_vals and extra:
+        rep_vals = [v for v in (fmt.num(x.steady_epoch_s) for x in [r] + extra if x.status == "ok") if v is not None]
+    rates = [v for v in (run_rate(x) for x in [r] + extra if x.status == "ok") if v is not None]
+    if len(rep_vals) > 1:
+        w.update(steady=statistics.median(rep_vals), steady_lo=min(rep_vals), steady_hi=max(rep_vals),
+                 steady_kind="repeats", n_repeats=len(rep_vals), spread=div(max(rep_vals) - min(rep_vals),
+                                                                            statistics.median(rep_vals)))
     else:
-        w.update(steady=fmt.num(r.steady_epoch_s), steady_lo=fmt.num(r.steady_min_s), steady_hi=fmt.num(r.steady_max_s),
-                 steady_kind="epochs", n_repeats=1, spread=None, samples_per_s=sps,
-                 sps_lo=min(runs[0]) if runs else None, sps_hi=max(runs[0]) if runs else None)
+        w.update(steady=fmt.num(r.steady_epoch_s), steady_lo=fmt.num(r.steady_min_s),
+                 steady_hi=fmt.num(r.steady_max_s), steady_kind="epochs", n_repeats=1, spread=None)
+    if len(rates) > 1:
+        w.update(samples_per_s=statistics.median(rates), sps_lo=min(rates), sps_hi=max(rates))
+    else:
+        own = window_rates(r)
+        w.update(samples_per_s=fmt.num(r.samples_per_s),
+                 sps_lo=min(own) if own else None, sps_hi=max(own) if own else None)
     w["noisy"] = w["spread"] is not None and w["spread"] > NOISY_SPREAD
 
 

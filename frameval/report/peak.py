@@ -18,7 +18,7 @@ from ..catalog import framework_name
 from . import fmt
 from .cells import cell, header
 from .media import wl_name
-from .model import best_of, fastest_by_group
+from .model import at_faster_mode, best_of, fastest_by_group
 
 
 def machines(sources) -> dict:
@@ -186,8 +186,9 @@ def gap_items(wrows, S) -> list:
     """For each run measurably slower than its ranking's fastest: whether the gap
     lies in its framework's kernels, around them, or both (ceilings.gap_kind)."""
     best = fastest_by_group(wrows)
+    ranked = at_faster_mode(wrows)  # as the speed ranking: a framework at its faster mode only
     out = []
-    for w in wrows:
+    for w in ranked:
         b = best_of(w, best)
         if b is None or w is b or (w.get("interval") or {}).get("verdict") != "slower":
             continue
