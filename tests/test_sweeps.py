@@ -83,7 +83,8 @@ def _section(out):
     from frameval.report import charts
     from frameval.report.i18n import Strings
     from frameval.report.model import make_rows
-    from frameval.report.scaling import attach_peak, machines, workload_scaling
+    from frameval.report.peak import attach_peak, machines
+    from frameval.report.scaling import workload_scaling
     from frameval.results import load_runs
     from frameval.report.guard import Problems
     S = Strings("en")
