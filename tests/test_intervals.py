@@ -8,6 +8,7 @@ import pytest
 
 from frameval import speed
 from frameval.report import fmt
+from frameval.report.analysis import analyse
 from frameval.report.findings import speed_findings
 from frameval.report.i18n import Strings
 from frameval.report.model import at_faster_mode, best_of, fastest_by_group, make_rows, run_windows
@@ -33,9 +34,10 @@ def _rows(*results):
 @pytest.mark.fast
 def test_three_percent_apart_with_noisy_windows_is_within_noise():
     rows = _rows(_result("torch", 10_000, 0.08, 1), _result("tensorflow", 9_700, 0.08, 2))
-    slow = next(w for w in rows if w.get("interval"))
-    assert slow["interval"]["verdict"] == "within_noise" and slow["interval"]["lo"] < 1 < slow["interval"]["hi"]
-    text = speed_findings("lenet", rows, Strings("en"))[0]["text"]
+    an = analyse(rows)
+    iv = next(an.interval(w) for w in rows if an.interval(w))
+    assert iv["verdict"] == "within_noise" and iv["lo"] < 1 < iv["hi"]
+    text = speed_findings("lenet", rows, Strings("en"))[0].text
     assert "Within noise of it" in text and "Slower" not in text and "(1 run(s) each" not in text
 
 
@@ -71,17 +73,17 @@ def test_real_matrix_report_shows_every_interval_as_recomputed(matrix):
     rows = make_rows([dict(r, _dir=str(matrix["out"] / "runs" / fw / f"{wl}-{mode}"))
                       for (fw, wl, mode), r in matrix["results"].items()], Strings("en"))
     checked = 0
-    ranked = at_faster_mode(rows)
+    ranked, an = at_faster_mode(rows), analyse(rows)
     for w in rows:
-        if not w.get("interval"):
+        if not an.interval(w):
             continue
-        best = best_of(w, fastest_by_group([b for b in rows if b["workload"] == w["workload"]]))
+        best = best_of(w, fastest_by_group([b for b in rows if b.workload == w.workload]))
         if w not in ranked:  # its other mode was faster: not in the ranking sentence
-            assert f"{w['label']} {fmt.ratio(best['samples_per_s'] / w['samples_per_s'])} (" not in md.split("## ")[2]
+            assert f"{w.label} {fmt.ratio(best.samples_per_s / w.samples_per_s)} (" not in md.split("## ")[2]
             continue
         again = speed.ratio_interval(run_windows(best), run_windows(w))
-        shown = f"{w['label']} {fmt.ratio(again['ratio'])} ({fmt.interval(again['lo'], again['hi'])})"
-        assert shown in md, (shown, w["workload"])
+        shown = f"{w.label} {fmt.ratio(again['ratio'])} ({fmt.interval(again['lo'], again['hi'])})"
+        assert shown in md, (shown, w.workload)
         checked += 1
     assert checked >= 6, checked
     assert len(re.findall(r"Ranked on \d+ steady timing windows", md)) == 3
@@ -95,7 +97,7 @@ def test_both_modes_rank_each_framework_at_its_faster_one():
     rows = _rows(_mode_result("torch", "graph", 10_000, 1.0, noise=0.0), _mode_result("torch", "eager", 6_000, 1.0, noise=0.0, seed=1),
                  _mode_result("tensorflow", "graph", 4_000, 1.0, noise=0.0, seed=2),
                  _mode_result("tensorflow", "eager", 5_000, 1.0, noise=0.0, seed=3))
-    text = speed_findings("lenet", rows, Strings("en"))[0]["text"]
+    text = speed_findings("lenet", rows, Strings("en"))[0].text
     assert "the fastest is PyTorch graph" in text and "TensorFlow eager 2.00×" in text
     assert "PyTorch eager" not in text and "TensorFlow graph" not in text
     assert "ranked at their faster one (graph: PyTorch; eager: TensorFlow)" in text
@@ -113,11 +115,11 @@ def test_runs_of_two_sizes_are_ranked_apart_side_by_side():
     rows = _rows(*small, *big)
     found = speed_findings("lenet", rows, Strings("en"))
     assert len(found) == 2
-    assert found[0]["text"].startswith("LeNet-5 (MNIST classification) (640 samples/epoch, batch 64): the fastest is PyTorch graph")
-    assert found[1]["text"].startswith("LeNet-5 (MNIST classification) (6,400 samples/epoch, batch 64): the fastest is TensorFlow graph")
-    assert all("2.00×" in f["text"] for f in found)
+    assert found[0].text.startswith("LeNet-5 (MNIST classification) (640 samples/epoch, batch 64): the fastest is PyTorch graph")
+    assert found[1].text.startswith("LeNet-5 (MNIST classification) (6,400 samples/epoch, batch 64): the fastest is TensorFlow graph")
+    assert all("2.00×" in f.text for f in found)
     best = fastest_by_group(rows)
-    assert len(best) == 2 and all(w.get("interval") is None for w in best.values())
+    assert len(best) == 2 and all(analyse(rows).interval(w) is None for w in best.values())
 
 
 @pytest.mark.fast
@@ -125,10 +127,10 @@ def test_memory_within_two_percent_is_not_ranked():
     from frameval.report.findings import memory_findings
     a, b = _result("torch", 10_000, 0.01, 1), _result("tensorflow", 9_000, 0.01, 2)
     a["peak_rss_mb"], b["peak_rss_mb"] = 500.0, 509.0
-    text = memory_findings("lenet", _rows(a, b), Strings("en"))[0]["text"]
+    text = memory_findings("lenet", _rows(a, b), Strings("en"))[0].text
     assert "within 2% in every run" in text and "not ranked" in text and "lowest" not in text
     b["peak_rss_mb"] = 511.0
-    text = memory_findings("lenet", _rows(a, b), Strings("en"))[0]["text"]
+    text = memory_findings("lenet", _rows(a, b), Strings("en"))[0].text
     assert "the lowest peak host memory in training (RSS) is PyTorch graph, 500 MB" in text
 
 
@@ -149,14 +151,14 @@ def test_graph_against_eager_speedup_compile_cost_and_break_even():
     rows = _rows(g, e)
     (pg, pe), = mode_pairs(rows)
     ln = mode_line(pg, pe)
-    assert ln["speedup"] == pytest.approx(pg["samples_per_s"] / pe["samples_per_s"])
+    assert ln["speedup"] == pytest.approx(pg.samples_per_s / pe.samples_per_s)
     g["check"], e["check"] = {"seconds": 5.0}, {"seconds": 0.5}  # the compile happens in the check, before training
     rows = _rows(g, e)
     (pg, pe), = mode_pairs(rows)
     ln = mode_line(pg, pe)
-    expect_compile = (g["first_epoch_s"] - pg["steady"]) - (e["first_epoch_s"] - pe["steady"]) + 4.5
+    expect_compile = (g["first_epoch_s"] - pg.steady) - (e["first_epoch_s"] - pe.steady) + 4.5
     assert ln["compile_s"] == pytest.approx(expect_compile)
-    gain = 1 / pe["samples_per_s"] - 1 / pg["samples_per_s"]
+    gain = 1 / pe.samples_per_s - 1 / pg.samples_per_s
     assert ln["break_even"] == pytest.approx(expect_compile / gain)
     sec = mode_section(rows, Strings("en"))
     row = sec["table"]["rows"][0]

@@ -64,7 +64,7 @@ def test_recorder_and_report_agree_to_the_last_digit(tmp_path, monkeypatch):
     r = _timed_run(tmp_path, 3, monkeypatch=monkeypatch)
     rec_sps = r["samples_per_s"]
     row = make_rows([dict(r, _dir=str(tmp_path))], Strings("en"))[0]
-    assert row["samples_per_s"] == rec_sps == speed.run_rate(r["timing"]["windows"])
+    assert row.samples_per_s == rec_sps == speed.run_rate(r["timing"]["windows"])
 
 
 def _runs(rates_per_run, windows=6, spread=0.002):

@@ -83,17 +83,18 @@ def _section(out):
     from frameval.report import charts
     from frameval.report.i18n import Strings
     from frameval.report.model import make_rows
-    from frameval.report.peak import attach_peak, machines
+    from frameval.report.analysis import analyse
+    from frameval.report.peak import machines
     from frameval.report.scaling import workload_scaling
     from frameval.results import load_runs
     from frameval.report.guard import Problems
     S = Strings("en")
     rows = make_rows(load_runs(str(out), repeats=True), S)
-    attach_peak(rows, machines([str(out)]))
+    an = analyse(rows, machines([str(out)]))
     problems = Problems(S)
-    part = workload_scaling("lenet", rows, S, charts.Charts(out / "check-assets", "en"), problems)
+    part = workload_scaling("lenet", rows, S, charts.Charts(out / "check-assets", "en"), problems, an)
     assert not problems.texts(), problems.texts()
-    return rows, part
+    return rows, part, an
 
 
 def test_a_real_sweep_gives_one_run_per_value_and_the_failed_value_stays(sweep):
@@ -114,7 +115,7 @@ def test_a_real_sweep_gives_one_run_per_value_and_the_failed_value_stays(sweep):
 
 def test_the_scaling_tables_equal_the_result_files(sweep):
     out = sweep["out"]
-    rows, part = _section(out)
+    rows, part, _ = _section(out)
     from frameval import flops
     from frameval.report import fmt
     machine = json.loads((out / "machine.json").read_text())
@@ -169,9 +170,9 @@ def test_the_swept_settings_are_no_difference_between_frameworks(sweep):
     flags = md.split("### Failures and flags", 1)[1].split("###", 1)[0]
     assert S("set_batch_size") not in flags and S("audit_threads_effective") not in flags
     assert "settings differ between frameworks" not in flags
-    rows, _ = _section(sweep["out"])
+    rows, _, _ = _section(sweep["out"])
     from frameval.report.audit import audit_table, varied_keys, value_groups
-    ok = [w for w in rows if w["ok"]]
+    ok = [w for w in rows if w.ok]
     assert varied_keys(ok, ["batch_size", "threads", "lr"]) == ["batch_size", "threads"]
     groups = value_groups(ok, ["batch_size", "threads", "lr"])
     assert all(len({(ok[i].result.params["batch_size"], ok[i].result.params["threads"]) for i in g}) == 1 for g in groups)
@@ -216,13 +217,13 @@ def test_overhead_bound_series_are_those_whose_samples_per_s_rise_1_5_fold(sweep
     share of peak rises as samples/s does: the series named overhead-bound are
     exactly those whose result files' samples/s rise 1.5-fold from batch 16 to 64."""
     from frameval.report.scaling import OVERHEAD_RISE, batch_series, overhead_bound
-    rows, _ = _section(sweep["out"])
+    rows, _, an = _section(sweep["out"])
     expect = set()
     for g in batch_series(rows):
         lo, hi = g["points"][0][1], g["points"][-1][1]
-        if lo["ok"] and hi["ok"] and hi.result.samples_per_s / lo.result.samples_per_s >= OVERHEAD_RISE:
+        if lo.ok and hi.ok and hi.result.samples_per_s / lo.result.samples_per_s >= OVERHEAD_RISE:
             expect.add(g["label"])
-    assert {g["label"] for g, _, _ in overhead_bound(rows)} == expect
+    assert {g["label"] for g, _, _ in overhead_bound(rows, an)} == expect
     md = (sweep["out"] / "report.md").read_text(encoding="utf-8")
     assert ("Overhead-bound at small batches" in md) == bool(expect)
     for label in expect:

@@ -32,7 +32,7 @@ def audit_value(r: Result, key):
 def audit_table(workload, rows, S) -> dict:
     """{"table", "flags", "structural", "compile_notes"}; a row whose recorded
     values differ between runs is flagged; the spec column is for reference."""
-    heads = [header(S("col_setting")), header(S("col_spec"))] + [header(w["label"]) for w in rows] + [header(S("col_verdict"))]
+    heads = [header(S("col_setting")), header(S("col_spec"))] + [header(w.label) for w in rows] + [header(S("col_verdict"))]
     flags, structural = [], []
     body = _param_rows(workload, rows, S, flags, structural)
     keys = list(AUDIT_KEYS)
@@ -49,7 +49,7 @@ def audit_table(workload, rows, S) -> dict:
         line = make(rows, S, flags)
         if line:
             body.append(line)
-    notes = [(w["label"], w.result.compile_note) for w in rows if w["mode"] == "graph" and w.result.compile_note]
+    notes = [(w.label, w.result.compile_note) for w in rows if w.mode == "graph" and w.result.compile_note]
     return {"table": {"id": f"audit-{workload}", "headers": heads, "rows": body, "sortable": False},
             "flags": flags, "structural": structural, "compile_notes": notes}
 
@@ -61,7 +61,7 @@ def varied_keys(rows, keys) -> list:
     between frameworks."""
     by_fw: dict = {}
     for w in rows:
-        by_fw.setdefault((w["fw"], w["mode"], w["device"]), []).append(w)
+        by_fw.setdefault((w.fw, w.mode, w.device), []).append(w)
     return [k for k in keys
             if any(len({fmt.value(audit_value(w.result, k)) for w in g}) > 1 for g in by_fw.values())]
 
@@ -100,14 +100,14 @@ def _param_rows(workload, rows, S, flags, structural):
             elif st == "structural":
                 note = w.result.param_count_note or ""
                 line.append(cell("≈ " + fmt.integer(v), v, "warn", S("two_bias") + (f" — {note}" if note else "")))
-                structural.append((w["label"], note))
+                structural.append((w.label, note))
             elif st == "missing":
                 line.append(cell(fmt.NA, None, "na"))
             else:
                 bad = True
                 line.append(cell("✗ " + fmt.integer(v), fmt.num(v), "flag", S("tip_params_mismatch")))
-                flags.append({"kind": "params", "run": w["label"], "net": net, "got": v, "expected": expected,
-                              "text": S("flag_params", run=w["label"], net=net, got=fmt.integer(v),
+                flags.append({"kind": "params", "run": w.label, "net": net, "got": v, "expected": expected,
+                              "text": S("flag_params", run=w.label, net=net, got=fmt.integer(v),
                                         expected=fmt.integer(expected))})
         line.append(cell("✗ " + S("verdict_mismatch"), "mismatch", "flag") if bad else cell("✓", "ok", "ok"))
         body.append(line)
@@ -154,8 +154,8 @@ def _setting_row(key, rows, spec, S, flags, groups=None):
     for v, src, nr in zip(vals, sources, unreadable):
         line.append(cell(S("not_readable"), None, "na", S("tip_setting_not_readable")) if nr
                     else _setting_cell(key, v, src, differ, spec, S))
-    missing = [w["label"] for w, v, nr in zip(rows, vals, unreadable) if v is None and not nr]
-    declared = [w["label"] for w, v, src in zip(rows, vals, sources) if src == "declared" and v is not None]
+    missing = [w.label for w, v, nr in zip(rows, vals, unreadable) if v is None and not nr]
+    declared = [w.label for w, v, src in zip(rows, vals, sources) if src == "declared" and v is not None]
     if differ:
         verdict = cell("✗ " + S("verdict_differs"), "differs", "flag")
         flags.append({"kind": "setting", "key": key, "text": S("flag_setting", key=name, values=S.join(sorted(distinct)))})
@@ -191,8 +191,8 @@ def _threads_cell(w, e, S, flags):
     if req is not None and got is not None and got != req:
         cls = "warn"
         tips.append(S("tip_threads_requested", n=fmt.integer(req)))
-        flags.append({"kind": "threads", "run": w["label"],
-                      "text": S("flag_threads_requested", run=w["label"], requested=fmt.integer(req), intra=fmt.integer(got))})
+        flags.append({"kind": "threads", "run": w.label,
+                      "text": S("flag_threads_requested", run=w.label, requested=fmt.integer(req), intra=fmt.integer(got))})
     return cell(t, t, cls, "; ".join(x for x in tips if x))
 
 
@@ -218,7 +218,7 @@ def _threads_row(rows, S, flags, groups=None):
             c["cls"] = "flag"
         flags.append({"kind": "setting", "key": "threads_effective",
                       "text": S("flag_setting", key=name, values=S.join(sorted({c["t"] for c in readable})))})
-    unreadable = [w["label"] for w, n in zip(rows, counts)
+    unreadable = [w.label for w, n in zip(rows, counts)
                   if None in n and labels.not_readable(w.result.threads_effective)]
     if differ:
         verdict = _verdict(False, S("verdict_differs"))
@@ -238,14 +238,14 @@ def _scope_row(rows, S, flags):
     name = S("audit_graph_scope")
     line = [cell(name, "graph_scope"), cell(S("scope_spec"))]
     texts = [scope_text(w, S) for w in rows]
-    graph = [(w, t) for w, t in zip(rows, texts) if w["mode"] == "graph" and w.result.graph_scope]
+    graph = [(w, t) for w, t in zip(rows, texts) if w.mode == "graph" and w.result.graph_scope]
     kinds = {tuple(w.result.graph_scope.get(k) is True for k in SCOPE_PARTS) for w, _ in graph}
     differ = len(kinds) > 1
     for w, (t, cls, tip) in zip(rows, texts):
-        line.append(cell(t, t, "flag" if differ and w["mode"] == "graph" and w.result.graph_scope else cls, tip))
+        line.append(cell(t, t, "flag" if differ and w.mode == "graph" and w.result.graph_scope else cls, tip))
     if differ:
         # one item per framework and scope: a sweep's values share their framework's scope
-        items = dict.fromkeys(f"{w['fw_name']} {w['mode']}" + (f" ({w['device'].upper()})" if w["device"] != "cpu" else "")
+        items = dict.fromkeys(f"{w.fw_name} {w.mode}" + (f" ({w.device.upper()})" if w.device != "cpu" else "")
                               + f": {t[0]}" for w, t in graph)
         flags.append({"kind": "scope", "text": S("flag_scope", items=S.join(items))})
         line.append(cell("✗ " + S("verdict_differs"), "differs", "flag"))
@@ -265,10 +265,10 @@ def _compiled_row(rows, S, flags):
     worst = "ok"
     for w in rows:
         note, compiled = w.result.compile_note or "", w.result.compiled
-        got = labels.scope_label(w.result, w["mode"], S)
+        got = labels.scope_label(w.result, w.mode, S)
         if got is None:
             line.append(cell("—", None, "", S("eager")))
-        elif not w["ok"]:
+        elif not w.ok:
             line.append(cell(got[0] + f" ({S('status_failed')})", None, "na", note))
         elif not w.result.graph_scope:  # an older result: compiled=True meant graph mode compiled
             line.append(cell("✓ " + S("yes"), True, "ok", note) if compiled is True
@@ -276,7 +276,7 @@ def _compiled_row(rows, S, flags):
         elif got[1] == "flag":
             worst = "flag"
             line.append(cell("✗ " + got[0], False, "flag", note))
-            flags.append({"kind": "compile", "run": w["label"], "text": S("flag_nothing_compiled", run=w["label"], note=note)})
+            flags.append({"kind": "compile", "run": w.label, "text": S("flag_nothing_compiled", run=w.label, note=note)})
         else:
             worst = "warn" if got[1] == "warn" and worst == "ok" else worst
             line.append(cell(("≈ " if got[1] == "warn" else "✓ ") + got[0], compiled, got[1] or "ok", note))

@@ -28,7 +28,8 @@ from .model import load_sources, make_rows
 from .render import notes_html, notes_markdown, render_all
 from .spec import WORKLOADS, framework_name, order_key
 from .modes import mode_section
-from .peak import attach_peak, gemm_table, machines, peak_text
+from .analysis import analyse
+from .peak import gemm_table, machines, peak_text
 from .scaling import scaling_section
 from .versions import version_section
 from .tables import code_size_table, error_entries, memory_table, scope_notes, workload_table
@@ -102,7 +103,7 @@ def _load(request, S):
 
 
 def _frameworks(rows, plans):
-    fws = {w["fw"] for w in rows if w["fw"] != "?"}
+    fws = {w.fw for w in rows if w.fw != "?"}
     fws |= {fw for p in plans for fw in as_list(p.get("frameworks")) if isinstance(fw, str)}
     return sorted(fws, key=order_key)
 
@@ -119,13 +120,13 @@ class _NoCharts:
         return fail
 
 
-def _section(wl, wrows, loaded, S, problems, charts, code_counts, request, assets_dir):
+def _section(wl, wrows, loaded, S, problems, charts, code_counts, request, assets_dir, an):
     name = wl_name(S, wl)
 
     def broken_table(it):
         return {"id": f"table-{wl}", "error": it["text"], "headers": [], "rows": []}
     table = problems.run(S("what_table", name=S("h_comparison") + " · " + name), workload_table, wl, wrows, S,
-                         loaded["multi_host"], code_counts, problems, default=broken_table)
+                         loaded["multi_host"], code_counts, problems, an, default=broken_table)
     memory = problems.run(S("what_table", name=S("h_memory_detail") + " · " + name), memory_table, wl, wrows, S,
                           default=lambda it: {"id": f"table-memory-{wl}", "error": it["text"], "headers": [], "rows": []})
     media = problems.run(S("what_section", name=S("h_charts") + " · " + name), workload_media, wl, wrows, S, charts,
@@ -133,21 +134,21 @@ def _section(wl, wrows, loaded, S, problems, charts, code_counts, request, asset
                          default=lambda it: {"charts": [{"error": it["text"], "caption": name}], "gifs": [], "grids": [],
                                              "prediction": None})
     notes = sorted({n for w in wrows for n in w.result.notes if isinstance(n, str)})
-    run_notes = [{"label": w["label"], "notes": [str(n) for n in w.result.notes]} for w in wrows if w.result.notes]
+    run_notes = [{"label": w.label, "notes": [str(n) for n in w.result.notes]} for w in wrows if w.result.notes]
     extra = WORKLOAD_BY_KEY[wl].intro_extra(wrows, S) if wl in WORKLOAD_BY_KEY else None
     intro = S("intro_" + wl) + (" " + extra if extra else "")
     return {"id": wl, "anchor": f"wl-{wl}", "name": name, "intro": intro, "table": table, "memory": memory,
             "media": media, "notes": notes, "run_notes": run_notes, "scope_notes": scope_notes(wrows),
-            "repeats": any(w["steady_kind"] == "repeats" for w in wrows)}
+            "repeats": any(w.steady_kind == "repeats" for w in wrows)}
 
 
-def _sections(rows, wls, loaded, S, problems, charts, code_counts, request, assets_dir):
+def _sections(rows, wls, loaded, S, problems, charts, code_counts, request, assets_dir, an):
     sections, audits = [], []
     for wl in wls:
-        wrows = [w for w in rows if w["workload"] == wl]
+        wrows = [w for w in rows if w.workload == wl]
         name = wl_name(S, wl)
         sections.append(problems.run(S("what_section", name=name), _section, wl, wrows, loaded, S, problems, charts,
-                                     code_counts, request, assets_dir,
+                                     code_counts, request, assets_dir, an,
                                      default=lambda it, wl=wl, name=name: {"id": wl, "anchor": f"wl-{wl}", "name": name,
                                                                            "error": it["text"]}))
         au = problems.run(S("what_table", name=S("h_audit") + " · " + name), audit_table, wl, wrows, S,
@@ -158,7 +159,7 @@ def _sections(rows, wls, loaded, S, problems, charts, code_counts, request, asse
 
 
 def _check(rows, S, problems):
-    wrows = [w for w in rows if w["workload"] in WORKLOADS]
+    wrows = [w for w in rows if w.workload in WORKLOADS]
     got = problems.run(S("what_table", name=S("h_check")), check_table, wrows, S,
                        default=lambda it: ({"id": "table-check", "error": it["text"], "headers": [], "rows": []}, [], True))
     detail = problems.run(S("what_table", name=S("h_check_detail")), check_detail_table, wrows, S,
@@ -172,10 +173,10 @@ def _alerts(rows, check_failed, S, found=()) -> list:
     """The report's first lines: runs that failed, runs whose numerical check
     failed (status "check_failed", or a check marked ✗ by an older notebook),
     and a later framework version that is slower or computes another function."""
-    out = [{"text": f["text"], "anchor": f["anchor"]} for f in found if f.get("alert")]
-    failed = [w for w in rows if not w["ok"]]
+    out = [{"text": f.text, "anchor": f.anchor} for f in found if f.alert]
+    failed = [w for w in rows if not w.ok]
     if failed:
-        out.append({"text": S("alert_failed", n=len(failed), items=S.join(f"{w['label']} / {wl_name(S, w['workload'])}"
+        out.append({"text": S("alert_failed", n=len(failed), items=S.join(f"{w.label} / {wl_name(S, w.workload)}"
                                                                          for w in failed)), "anchor": "errors"})
     if check_failed:
         out.append({"text": S("alert_check_failed", n=len(check_failed),
@@ -208,8 +209,8 @@ def _context(request, S, problems, assets_dir) -> dict:
     loaded = _load(request, S)
     rows = make_rows(loaded["runs"], S, loaded["multi_host"], problems)
     peaks = machines(request["sources"])
-    problems.run(S("what_section", name=S("h_peak")), attach_peak, rows, peaks, default=None)
-    wls = [wl for wl in WORKLOADS if any(w["workload"] == wl for w in rows)]
+    an = analyse(rows, peaks, problems, S)  # what is derived from the frozen rows, beside them
+    wls = [wl for wl in WORKLOADS if any(w.workload == wl for w in rows)]
     frameworks = _frameworks(rows, loaded["plans"])
     warnings = loaded["warnings"] + [S("warn_no_env", framework=framework_name(fw)) for fw in frameworks if fw not in loaded["envs"]]
     charts = problems.run(S("what_charts"), ch.Charts, assets_dir, request["lang"], prefix=f"{request['name']}-",
@@ -219,7 +220,7 @@ def _context(request, S, problems, assets_dir) -> dict:
     code, code_counts = problems.run(S("what_table", name=S("h_code")), code_size_table, frameworks, list(WORKLOADS),
                                      request["repo"], request["out_dir"], S,
                                      default=lambda it: ({"id": "table-code", "error": it["text"], "headers": [], "rows": []}, {}))
-    sections, audits = _sections(rows, wls, loaded, S, problems, charts, code_counts, request, assets_dir)
+    sections, audits = _sections(rows, wls, loaded, S, problems, charts, code_counts, request, assets_dir, an)
     check = _check(rows, S, problems)
     versions = problems.run(S("what_section", name=S("h_versions")), version_section, rows, S, request["threshold"],
                             default=lambda it: {"error": it["text"]})
@@ -227,12 +228,12 @@ def _context(request, S, problems, assets_dir) -> dict:
                          default=lambda it: {"error": it["text"]})
     if modes and "error" not in modes:
         modes["chart"] = modes_chart(modes, S, charts, problems)
-    scaling = problems.run(S("what_section", name=S("h_scaling")), scaling_section, rows, wls, S, charts, problems,
+    scaling = problems.run(S("what_section", name=S("h_scaling")), scaling_section, rows, wls, S, charts, problems, an,
                            default=lambda it: {"error": it["text"]})
     errors = problems.run(S("what_section", name=S("h_errors")), error_entries, rows, request["out_dir"], S, default=[])
-    assets = summary_charts(rows, wls, S, charts, problems)
-    found = findings(rows, wls, S, errors, check["failed"], audits, problems, versions)
-    found += [f for p in (scaling or {}).get("parts", []) for f in p.get("findings", [])]
+    assets = summary_charts(rows, wls, S, charts, problems, an)
+    found = findings(rows, wls, S, errors, check["failed"], audits, problems, an, versions)
+    found += [f for p in (scaling or {}).get("parts", []) for f in p.get("findings", [])]  # Finding objects
     env = _environment(rows, loaded, frameworks, peaks, S, problems)
     defects = problems.run(S("what_section", name=S("h_defects")), defects_table, rows, frameworks, S,
                            default=lambda it: {"id": "table-defects", "error": it["text"], "headers": [], "rows": [],
@@ -246,7 +247,7 @@ def _context(request, S, problems, assets_dir) -> dict:
     if charts.missing_glyphs:
         warnings.append(S("warn_missing_glyphs", n=len(charts.missing_glyphs)))
     notes_md = _notes(request, S, warnings)
-    n_failed = len([w for w in rows if not w["ok"]])
+    n_failed = len([w for w in rows if not w.ok])
     return {
         "lang": request["lang"], "s": S.raw, "S": S, "title": request["title"], "author": request["author"], "meta": meta,
         "profile_notes": [str(n) for p in loaded["plans"] for n in as_list(p.get("profile_notes"))], "warnings": warnings,
@@ -257,7 +258,7 @@ def _context(request, S, problems, assets_dir) -> dict:
         "versions": versions, "modes": modes, "scaling": scaling,
         "code": code, "errors": errors, "reproduce": repro, "defects": defects, "install": install, "multi_host": loaded["multi_host"], "hosts": loaded["hosts"],
         "name": request["name"], "generated": request["now"].isoformat(timespec="seconds"),
-        "_info": {"runs": len(rows), "failed": n_failed, "check_failed": len([w for w in rows if w["check_failed"]]),
-                  "findings": [f["text"] for f in found], "warnings": warnings,
+        "_info": {"runs": len(rows), "failed": n_failed, "check_failed": len([w for w in rows if w.check_failed]),
+                  "findings": [f.text for f in found], "warnings": warnings,
                   "missing_glyphs": sorted(charts.missing_glyphs), "font": str(charts.font_file or "")},
     }

@@ -60,15 +60,15 @@ def check_cell(chk, S, failed_run=False):
 
 
 def _key(w):
-    return (w["fw"], w["mode"], w["device"], w["host"] or "", w["variant"], w.get("fw_name") or framework_name(w["fw"]))
+    return (w.fw, w.mode, w.device, w.host or "", w.variant, w.fw_name or framework_name(w.fw))
 
 
 def check_table(rows, S):
     """One line per framework x mode (x device, machine, variant), one column per workload."""
     runs = sorted({_key(w) for w in rows},
                   key=lambda k: (order_key(k[0]), k[2], k[5], MODES.index(k[1]) if k[1] in MODES else 9, k[3], k[4]))
-    wls = [wl for wl in WORKLOADS if any(w["workload"] == wl for w in rows)]
-    idx = {_key(w) + (w["workload"],): w for w in rows}
+    wls = [wl for wl in WORKLOADS if any(w.workload == wl for w in rows)]
+    idx = {_key(w) + (w.workload,): w for w in rows}
     hosts = len({k[3] for k in runs}) > 1
     heads = [header(S("col_framework")), header(S("col_mode"))] + [header(S("wl_" + wl)) for wl in wls]
     body, failed, any_check = [], [], False
@@ -83,10 +83,10 @@ def check_table(rows, S):
                 continue
             chk = w.result.check
             any_check = any_check or isinstance(chk, dict)
-            c = check_cell(chk, S, w["check_failed"])
+            c = check_cell(chk, S, w.check_failed)
             line.append(c)
             if c["v"] == "fail":
-                failed.append({"run": w["label"], "workload": wl, "text": c["t"][2:]})
+                failed.append({"run": w.label, "workload": wl, "text": c["t"][2:]})
         body.append(line)
     return {"id": "table-check", "headers": heads, "rows": body, "sortable": True}, failed, any_check
 
@@ -120,16 +120,16 @@ def check_detail_table(rows, S):
     body = []
     for w in crows:
         chk = w.result.check
-        line = [cell(w["label"], w["id"]), cell(S("wl_" + w["workload"]) if ("wl_" + w["workload"]) in S.raw else w["workload"])]
+        line = [cell(w.label, w.id), cell(S("wl_" + w.workload) if ("wl_" + w.workload) in S.raw else w.workload)]
         line += [_section_cell(chk, s) for s in CHECK_SECTIONS_READ]
         for k in ("steps", "batch_size"):
             v = chk.get(k)
             line.append(cell(fmt.integer(v) if v is not None else fmt.NA, fmt.num(v), "na" if v is None else ""))
-        v = check_cell(chk, S, w["check_failed"])
+        v = check_cell(chk, S, w.check_failed)
         line.append(cell(v["t"][:1] if v["t"][:1] in ("✓", "✗", "?") else v["t"], v["v"], v["cls"], v["title"]))
         body.append(line)
     return {"id": "table-check-detail", "headers": heads, "rows": body, "sortable": True,
-            "row_ids": [w["id"] for w in crows]}
+            "row_ids": [w.id for w in crows]}
 
 
 def check_intro(rows, S) -> str:
@@ -142,7 +142,7 @@ def check_intro(rows, S) -> str:
         n = fmt.num(chk.get("probe_size"))
         n = fmt.num(chk.get("batch_size")) if n is None else n
         if n is not None:
-            sizes.setdefault(w["workload"], set()).add(int(n))
+            sizes.setdefault(w.workload, set()).add(int(n))
     every = {n for got in sizes.values() for n in got}
     if len(every) == 1:
         probe = S("check_probe_one", n=fmt.integer(every.pop()))

@@ -67,7 +67,7 @@ def _user_env(frows, elist, version, S) -> str:
 
 
 def framework_env(fw, rows, elist, S) -> dict:
-    frows = [w for w in rows if w["fw"] == fw]
+    frows = [w for w in rows if w.fw == fw]
     pys = _recorded(frows, "python") | {str(e["python"]) for e in elist if e.get("python")}
     threads = sorted({str(w.result.threads) for w in frows if w.result.threads is not None})
     packages, specs = [], []
@@ -78,7 +78,7 @@ def framework_env(fw, rows, elist, S) -> dict:
             if pkg in names or any(pkg.startswith(n + "-") for n in names):
                 packages.append(line.strip())
         specs.append(" ".join(x for x in (str(e.get("spec_name") or ""), f"({e['backend']})" if e.get("backend") else "") if x))
-    version = ", ".join(sorted({str(w["version"]) for w in frows if w["version"]})) or fmt.NA
+    version = ", ".join(sorted({str(w.version) for w in frows if w.version})) or fmt.NA
     user = _user_env(frows, elist, version, S)
     return {"fw": fw, "name": framework_name(fw), "version": version, "user_provided": bool(user),
             "python": ", ".join(sorted(pys)) or fmt.NA, "numpy": ", ".join(sorted(_recorded(frows, "numpy"))) or fmt.NA,
@@ -114,14 +114,14 @@ def metadata(request, rows, plans, env, frameworks, multi_host, S, now) -> list:
     commit = plan.get("git_commit") or git_commit(request["repo"])
     versions = []
     for fw in frameworks:
-        vs = sorted({str(w["version"]) for w in rows if w["fw"] == fw and w["version"]})
+        vs = sorted({str(w.version) for w in rows if w.fw == fw and w.version})
         versions.append(f"{framework_name(fw)} {', '.join(vs) if vs else fmt.NA}")
     devices = []
     for m in env.get("machines") or []:
         d = f"{m['cpu']} ({S('cores', n=m['cores'])})" + (f"; GPU {m['gpu']}" if m["gpu"] != S("none") else "")
         devices.append((f"{m['host']}: " if multi_host else "") + d)
-    n_failed = len([w for w in rows if not w["ok"]])
-    n_check = len([w for w in rows if w["check_failed"]])
+    n_failed = len([w for w in rows if not w.ok])
+    n_check = len([w for w in rows if w.check_failed])
     meta = [(S("meta_title"), request["title"]), (S("meta_author"), request["author"] or fmt.NA),
             (S("meta_date"), now.strftime("%Y-%m-%d %H:%M %Z").strip()),
             (S("meta_frameval"), f"{plan.get('frameval_version') or FRAMEVAL_VERSION}" + (f" ({S('commit')} {commit})" if commit else "")),

@@ -40,13 +40,13 @@ def _applied(rows) -> dict:
         for rec in w.result.workarounds:
             if not isinstance(rec, dict) or not rec.get("id"):
                 continue
-            e = out.setdefault((w["fw"], str(rec["id"])), {"record": rec, "runs": []})
-            e["runs"].append(f"{w['label']} / {_run_name(w)}")
+            e = out.setdefault((w.fw, str(rec["id"])), {"record": rec, "runs": []})
+            e["runs"].append(f"{w.label} / {_run_name(w)}")
     return out
 
 
 def _run_name(w) -> str:
-    return f"{w['workload']}-{w['mode']}"
+    return f"{w.workload}-{w.mode}"
 
 
 def _status_text(fw, wid, tables, S) -> tuple:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from .. import speed
 from ..catalog import WORKLOAD_BY_KEY
 from . import fmt, labels
+from .analysis import analyse
+from .finding import Finding
 from .media import dev_suffix, group_suffix, ranking_groups, wl_name
 from .model import at_faster_mode, speed_ratio
 from .peak import peak_findings
@@ -14,36 +16,36 @@ from .tables import QUALITY_FORMAT
 MEMORY_TIE = 0.02  # peak memories closer than this are not ranked
 
 
-def speed_findings(wl, wrows, S) -> list:
+def speed_findings(wl, wrows, S, an=None) -> list:
     """Per ranking (device and size, side by side where several): the fastest,
     the runs within noise of it, the slower ones, each ratio with its 95%
     interval, and the work the ranking rests on. A framework that ran both
     modes is ranked at its faster one (the other is in "Graph against eager")."""
-    out = []
+    out, an = [], an or analyse(wrows)
     ranked = at_faster_mode(wrows)
     for group, best, grows in ranking_groups(wrows):
         others = sorted([w for w in grows if w is not best and w in ranked and speed_ratio(w, best) is not None],
-                        key=lambda w: -w["samples_per_s"])
+                        key=lambda w: -w.samples_per_s)
         name = wl_name(S, wl) + group_suffix(S, group, wrows)
-        kw = dict(workload=name, run=best["label"], sps=fmt.rate(best["samples_per_s"]), steady=fmt.seconds(best["steady"]))
+        kw = dict(workload=name, run=best.label, sps=fmt.rate(best.samples_per_s), steady=fmt.seconds(best.steady))
         if not others:
-            out.append({"kind": "speed", "text": S("finding_fastest_single", **kw), "anchor": f"wl-{wl}"})
+            out.append(Finding(kind="speed", text=S("finding_fastest_single", **kw), anchor=f"wl-{wl}"))
             continue
-        ties = [w for w in others if (w.get("interval") or {}).get("verdict") != "slower"]
+        ties = [w for w in others if an.verdict(w) != "slower"]
         slower = [w for w in others if w not in ties]
         parts = [S("finding_fastest_ranked", **kw)]
         if ties:
-            parts.append(S("finding_within_noise", items=S.join(_ratio_item(w, best, S) for w in ties)))
+            parts.append(S("finding_within_noise", items=S.join(_ratio_item(w, best, S, an) for w in ties)))
         if slower:
-            parts.append(S("finding_slower", items=S.join(_ratio_item(w, best, S) for w in slower)))
-        parts.append(_rests_on(best, others, S))
-        both = [w for w in [best, *others] if any(x is not w and x["fw"] == w["fw"] and x["mode"] != w["mode"]
-                                                  and x["version"] == w["version"] and x["variant"] == w["variant"]
+            parts.append(S("finding_slower", items=S.join(_ratio_item(w, best, S, an) for w in slower)))
+        parts.append(_rests_on(best, others, S, an))
+        both = [w for w in [best, *others] if any(x is not w and x.fw == w.fw and x.mode != w.mode
+                                                  and x.version == w.version and x.variant == w.variant
                                                   for x in grows)]
         if both:
-            by_mode = {m: [w["fw_name"] for w in both if w["mode"] == m] for m in dict.fromkeys(w["mode"] for w in both)}
+            by_mode = {m: [w.fw_name for w in both if w.mode == m] for m in dict.fromkeys(w.mode for w in both)}
             parts.append(S("finding_faster_mode", items="; ".join(f"{m}: {S.join(names)}" for m, names in by_mode.items())))
-        out.append({"kind": "speed", "text": " ".join(parts), "anchor": f"wl-{wl}"})
+        out.append(Finding(kind="speed", text=" ".join(parts), anchor=f"wl-{wl}"))
     return out
 
 
@@ -51,30 +53,30 @@ def mode_findings(rows, S) -> list:
     """One sentence: what graph mode bought each framework where both modes ran."""
     from .modes import mode_line, mode_pairs, verdict
     lines = [mode_line(g, e) for g, e in mode_pairs(rows)]
-    items = [S("mode_item", run=ln["g"]["fw_name"], workload=wl_name(S, ln["g"]["workload"]),
+    items = [S("mode_item", run=ln["g"].fw_name, workload=wl_name(S, ln["g"].workload),
                ratio=fmt.ratio(ln["speedup"]), verdict=S("mode_" + verdict(ln["interval"])),
                interval=fmt.interval(ln["interval"]["lo"], ln["interval"]["hi"]) if ln["interval"] else fmt.NA)
              for ln in lines]
-    return [{"kind": "speed", "text": S("finding_modes", items=S.join(items)), "anchor": "modes"}] if items else []
+    return [Finding(kind="speed", text=S("finding_modes", items=S.join(items)), anchor="modes")] if items else []
 
 
-def _ratio_item(w, best, S) -> str:
-    iv = w.get("interval")
+def _ratio_item(w, best, S, an) -> str:
+    iv = an.interval(w)
     ratio = fmt.ratio(speed_ratio(w, best))
     if not iv:
-        return S("ratio_item", run=w["label"], ratio=ratio)
-    return S("ratio_item_interval", run=w["label"], ratio=ratio, interval=fmt.interval(iv["lo"], iv["hi"]))
+        return S("ratio_item", run=w.label, ratio=ratio)
+    return S("ratio_item_interval", run=w.label, ratio=ratio, interval=fmt.interval(iv["lo"], iv["hi"]))
 
 
-def _rests_on(best, others, S) -> str:
+def _rests_on(best, others, S, an) -> str:
     """What the ranking was measured on: steady windows, their size, runs; and
     whether single runs were widened by the between-run spread."""
-    ivs = [w["interval"] for w in others if w.get("interval")]
+    ivs = [an.interval(w) for w in others if an.interval(w)]
     wins = best.result.timing.get("windows") if isinstance(best.result.timing.get("windows"), list) else []
     steady = speed.steady(wins)
     samples = fmt.num(steady[0].get("samples")) if steady else None
     text = S("finding_rests_on", windows=len(steady) or fmt.NA, samples=fmt.integer(samples) if samples else fmt.NA,
-             runs=best["n_repeats"])
+             runs=best.n_repeats)
     if any(iv["widened"] for iv in ivs):
         text += " " + S("finding_widened", pct=f"{speed.BETWEEN_RUN_SD * 100:.1f}")
     return text
@@ -82,9 +84,9 @@ def _rests_on(best, others, S) -> str:
 
 def memory_findings(wl, wrows, S) -> list:
     out = []
-    devices = sorted({w["device"] for w in wrows})
+    devices = sorted({w.device for w in wrows})
     for dev in devices:
-        ok = [w for w in wrows if w["ok"] and w["device"] == dev and fmt.num(w.result.peak_rss_mb) is not None]
+        ok = [w for w in wrows if w.ok and w.device == dev and fmt.num(w.result.peak_rss_mb) is not None]
         if not ok:
             continue
         lo = min(ok, key=lambda w: fmt.num(w.result.peak_rss_mb))
@@ -92,15 +94,15 @@ def memory_findings(wl, wrows, S) -> list:
         key = "finding_memory" if lo is not hi else "finding_memory_single"
         if lo is not hi and fmt.num(hi.result.peak_rss_mb) < fmt.num(lo.result.peak_rss_mb) * (1 + MEMORY_TIE):
             key = "finding_memory_within"  # memory is near-deterministic, but 2% is not a ranking
-        out.append({"kind": "memory", "anchor": f"wl-{wl}",
-                    "text": S(key, workload=wl_name(S, wl) + dev_suffix(S, dev, devices), run=lo["label"],
-                              mb=fmt.mb(lo.result.peak_rss_mb), run2=hi["label"], mb2=fmt.mb(hi.result.peak_rss_mb),
-                              pct=f"{MEMORY_TIE * 100:.0f}%")})
-    okd = [w for w in wrows if w["ok"] and fmt.num(w.result.peak_device_mb) is not None]
+        out.append(Finding(kind="memory", anchor=f"wl-{wl}",
+                    text=S(key, workload=wl_name(S, wl) + dev_suffix(S, dev, devices), run=lo.label,
+                              mb=fmt.mb(lo.result.peak_rss_mb), run2=hi.label, mb2=fmt.mb(hi.result.peak_rss_mb),
+                              pct=f"{MEMORY_TIE * 100:.0f}%")))
+    okd = [w for w in wrows if w.ok and fmt.num(w.result.peak_device_mb) is not None]
     if okd:
         lo = min(okd, key=lambda w: fmt.num(w.result.peak_device_mb))
-        out.append({"kind": "memory", "anchor": f"wl-{wl}",
-                    "text": S("finding_device_memory", workload=wl_name(S, wl), run=lo["label"], mb=fmt.mb(lo.result.peak_device_mb))})
+        out.append(Finding(kind="memory", anchor=f"wl-{wl}",
+                    text=S("finding_device_memory", workload=wl_name(S, wl), run=lo.label, mb=fmt.mb(lo.result.peak_device_mb))))
     return out
 
 
@@ -113,7 +115,7 @@ def _extremes(vals):
 def quality_finding(wl, wrows, S):
     """The best and the worst run by the workload's quality figure, in its
     record's words; a workload with no score (a GAN) lists its runs' losses."""
-    ok = [w for w in wrows if w["ok"]]
+    ok = [w for w in wrows if w.ok]
     name, workload = wl_name(S, wl), WORKLOAD_BY_KEY.get(wl)
     if workload is None:
         return None
@@ -136,16 +138,16 @@ def run_findings(rows, errors, check_failed, S) -> list:
     failed = [e for e in errors if not e["repeat"] and e["kind"] == "run"]
     if failed:
         items = S.join(S("failed_item", run=f"{e['label']} / {e['workload_name']}", type=e["type"]) for e in failed)
-        out.append({"kind": "failed", "flag": True, "text": S("finding_failed", n=len(failed), items=items), "anchor": "errors"})
+        out.append(Finding(kind="failed", flag=True, text=S("finding_failed", n=len(failed), items=items), anchor="errors"))
     else:
-        out.append({"kind": "failed", "text": S("finding_no_failures", n=len(rows)), "anchor": "errors"})
+        out.append(Finding(kind="failed", text=S("finding_no_failures", n=len(rows)), anchor="errors"))
     rep = [e for e in errors if e["repeat"]]
     if rep:
-        out.append({"kind": "failed", "flag": True, "anchor": "errors",
-                    "text": S("finding_repeat_failed", n=len(rep), items=S.join(f"{e['label']} / {e['workload_name']}" for e in rep))})
+        out.append(Finding(kind="failed", flag=True, anchor="errors",
+                    text=S("finding_repeat_failed", n=len(rep), items=S.join(f"{e['label']} / {e['workload_name']}" for e in rep))))
     if check_failed:
-        out.append({"kind": "check", "flag": True, "anchor": "check",
-                    "text": S("finding_check_failed", items=S.join(f"{c['run']} / {wl_name(S, c['workload'])}" for c in check_failed))})
+        out.append(Finding(kind="check", flag=True, anchor="check",
+                    text=S("finding_check_failed", items=S.join(f"{c['run']} / {wl_name(S, c['workload'])}" for c in check_failed))))
     return out
 
 
@@ -153,30 +155,30 @@ def audit_findings(rows, audits, S) -> list:
     out = []
     pflags = [f for audit in audits for f in audit["flags"] if f["kind"] == "params"]
     if pflags:
-        out.append({"kind": "params", "flag": True, "anchor": "audit",
-                    "text": S("finding_params", items=S.join(f["text"] for f in pflags))})
+        out.append(Finding(kind="params", flag=True, anchor="audit",
+                    text=S("finding_params", items=S.join(f["text"] for f in pflags))))
     for audit in audits:
         for kind, key in (("setting", "finding_settings"), ("threads", "finding_threads"), ("scope", "finding_scope")):
             fl = [f for f in audit["flags"] if f["kind"] == kind]
             if fl:
-                out.append({"kind": "settings", "flag": True, "anchor": audit["anchor"],
-                            "text": S(key, workload=audit["name"], keys=S.join(f["text"] for f in fl))})
+                out.append(Finding(kind="settings", flag=True, anchor=audit["anchor"],
+                            text=S(key, workload=audit["name"], keys=S.join(f["text"] for f in fl))))
     # Only a graph-mode run that compiled nothing: compiled=False also means a
     # whole step in two graphs or an eager update, which the graph-scope
     # sentence above states when the scopes differ.
-    nc = [w for w in rows if w["ok"] and labels.compiled_nothing(w.result, w["mode"])]
+    nc = [w for w in rows if w.ok and labels.compiled_nothing(w.result, w.mode)]
     if nc:
-        out.append({"kind": "compile", "flag": True, "anchor": "audit",
-                    "text": S("finding_nothing_compiled", items=S.join(f"{w['label']} / {wl_name(S, w['workload'])}" for w in nc))})
-    noisy = [w for w in rows if w["noisy"]]
+        out.append(Finding(kind="compile", flag=True, anchor="audit",
+                    text=S("finding_nothing_compiled", items=S.join(f"{w.label} / {wl_name(S, w.workload)}" for w in nc))))
+    noisy = [w for w in rows if w.noisy]
     if noisy:
-        out.append({"kind": "noisy", "flag": True, "anchor": f"wl-{noisy[0]['workload']}",
-                    "text": S("finding_noisy", items=S.join(S("noisy_item", run=f"{w['label']} / {wl_name(S, w['workload'])}",
-                                                                         spread=f"{w['spread'] * 100:.0f}%") for w in noisy))})
+        out.append(Finding(kind="noisy", flag=True, anchor=f"wl-{noisy[0].workload}",
+                    text=S("finding_noisy", items=S.join(S("noisy_item", run=f"{w.label} / {wl_name(S, w.workload)}",
+                                                                         spread=f"{w.spread * 100:.0f}%") for w in noisy))))
     reused = [w for w in rows if w.result.reused]
     if reused:
-        out.append({"kind": "reused", "anchor": "metadata",
-                    "text": S("finding_reused", n=len(reused), items=S.join(f"{w['label']} / {wl_name(S, w['workload'])}" for w in reused))})
+        out.append(Finding(kind="reused", anchor="metadata",
+                    text=S("finding_reused", n=len(reused), items=S.join(f"{w.label} / {wl_name(S, w.workload)}" for w in reused))))
     return out
 
 
@@ -187,10 +189,10 @@ def machine_findings(rows, S) -> list:
     busy = [(w, b) for w, b in busy if b]
     if not busy:
         return []
-    items = S.join(S("busy_item", run=f"{w['label']} / {wl_name(S, w['workload'])}", share=f"{b[0] * 100:.0f}%", cores=b[1])
+    items = S.join(S("busy_item", run=f"{w.label} / {wl_name(S, w.workload)}", share=f"{b[0] * 100:.0f}%", cores=b[1])
                    for w, b in busy)
-    return [{"kind": "machine", "flag": True, "anchor": f"wl-{busy[0][0]['workload']}",
-             "text": S("finding_busy", items=items)}]
+    return [Finding(kind="machine", flag=True, anchor=f"wl-{busy[0][0].workload}",
+             text=S("finding_busy", items=items))]
 
 
 def _line_name(c, S) -> str:
@@ -210,44 +212,44 @@ def version_findings(versions, S) -> list:
         if got:
             items = S.join(S("version_item", line=_line_name(c, S), ratio=fmt.ratio(c["ratio"]), p=f"{c['p']:.2g}")
                            for c in got)
-            out.append({"kind": "versions", "flag": verdict == "slower", "alert": verdict == "slower", "anchor": "versions",
-                        "text": S(f"finding_version_{verdict}", items=items)})
+            out.append(Finding(kind="versions", flag=verdict == "slower", alert=verdict == "slower", anchor="versions",
+                        text=S(f"finding_version_{verdict}", items=items)))
     different = [c for c in lines if c["check"]["different"]]
     if different:
-        out.append({"kind": "versions", "flag": True, "alert": True, "anchor": "versions",
-                    "text": S("finding_version_different", items=S.join(_line_name(c, S) for c in different))})
+        out.append(Finding(kind="versions", flag=True, alert=True, anchor="versions",
+                    text=S("finding_version_different", items=S.join(_line_name(c, S) for c in different))))
     if not out:
         few = [c for c in lines if c["verdict"] == "too_few"]
         key = "finding_version_too_few" if few else "finding_version_same"
-        out.append({"kind": "versions", "flag": bool(few), "anchor": "versions",
-                    "text": S(key, n=len(lines), k=len(few), needed=few[0]["needed"] if few else "")})
+        out.append(Finding(kind="versions", flag=bool(few), anchor="versions",
+                    text=S(key, n=len(lines), k=len(few), needed=few[0]["needed"] if few else "")))
     return out
 
 
-def findings(rows, wls, S, errors, check_failed, audits, problems, versions=None) -> list:
+def findings(rows, wls, S, errors, check_failed, audits, problems, an, versions=None) -> list:
     """Every sentence group under its own guard: one that fails is replaced by
     a flagged "could not draw" line."""
     out = []
 
     def add(what, fn, *args):
-        got = problems.run(what, fn, *args, default=lambda it: [{"kind": "failed", "flag": True, "text": it["text"],
-                                                                 "anchor": "report-problems"}])
-        if isinstance(got, dict):
+        got = problems.run(what, fn, *args, default=lambda it: [Finding(kind="failed", flag=True, text=it["text"],
+                                                                 anchor="report-problems")])
+        if isinstance(got, Finding):
             got = [got]
         out.extend(x for x in (got or []) if x)
 
     for wl in wls:
-        wrows = [w for w in rows if w["workload"] == wl]
+        wrows = [w for w in rows if w.workload == wl]
         name = wl_name(S, wl)
-        add(S("what_findings", kind=S("h_findings_speed"), workload=name), speed_findings, wl, wrows, S)
+        add(S("what_findings", kind=S("h_findings_speed"), workload=name), speed_findings, wl, wrows, S, an)
         add(S("what_findings", kind=S("h_findings_memory"), workload=name), memory_findings, wl, wrows, S)
-        add(S("what_findings", kind=S("h_findings_speed"), workload=name), peak_findings, wl, wrows, S)
+        add(S("what_findings", kind=S("h_findings_speed"), workload=name), peak_findings, wl, wrows, S, an)
         q = problems.run(S("what_findings", kind=S("h_findings_quality"), workload=name), quality_finding, wl, wrows, S,
                          default=lambda it: it)
         if isinstance(q, dict):
-            out.append({"kind": "quality", "flag": True, "text": q["text"], "anchor": "report-problems"})
+            out.append(Finding(kind="quality", flag=True, text=q["text"], anchor="report-problems"))
         elif q:
-            out.append({"kind": "quality", "text": q, "anchor": f"wl-{wl}"})
+            out.append(Finding(kind="quality", text=q, anchor=f"wl-{wl}"))
     add(S("what_findings", kind=S("h_findings_speed"), workload=S("h_modes")), mode_findings, rows, S)
     add(S("what_findings", kind=S("h_findings_other"), workload=S("h_errors")), run_findings, rows, errors, check_failed, S)
     add(S("what_findings", kind=S("h_findings_other"), workload=S("h_audit")), audit_findings, rows, audits, S)

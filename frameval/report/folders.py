@@ -25,7 +25,7 @@ def _rows(folder, S) -> dict:
         try:
             rel = Path(str(w.result.dir)).relative_to(Path(folder) / RUNS).as_posix()
         except ValueError:
-            rel = w["id"]
+            rel = w.id
         out[rel] = w
     return out
 
@@ -35,9 +35,9 @@ def compare_folders(a, b, threshold=0.10, lang="en") -> dict:
     S = Strings(lang)
     ra, rb = _rows(a, S), _rows(b, S)
     both = [k for k in ra if k in rb]
-    lines = [{"framework": framework_name(ra[k]["fw"]), "fw": ra[k]["fw"], "workload": ra[k]["workload"],
-              "mode": ra[k]["mode"], "device": ra[k]["device"], "a": ra[k]["version"] or "?",
-              "b": rb[k]["version"] or "?", "runs_a": [ra[k].result, *ra[k].extra],
+    lines = [{"framework": framework_name(ra[k].fw), "fw": ra[k].fw, "workload": ra[k].workload,
+              "mode": ra[k].mode, "device": ra[k].device, "a": ra[k].version or "?",
+              "b": rb[k].version or "?", "runs_a": [ra[k].result, *ra[k].extra],
               "runs_b": [rb[k].result, *rb[k].extra], "run": k} for k in both]
     table = comparison_table(lines, S, threshold, "table-compare")
     only = {"A": sorted(set(ra) - set(rb)), "B": sorted(set(rb) - set(ra))}

@@ -26,8 +26,8 @@ def group_suffix(S, group, wrows) -> str:
     """What tells one ranking of a workload from another: its device (where it
     is not the only CPU) and its size (where runs of several sizes are merged)."""
     device, (n, batch) = group
-    text = dev_suffix(S, device, {w["device"] for w in wrows})
-    if len({w["size"] for w in wrows if w["device"] == device}) > 1:
+    text = dev_suffix(S, device, {w.device for w in wrows})
+    if len({w.size for w in wrows if w.device == device}) > 1:
         text += S("size_suffix", n=fmt.integer(n) if n is not None else fmt.NA,
                   batch=fmt.integer(batch) if batch is not None else fmt.NA)
     return text
@@ -55,9 +55,9 @@ def figure(problems, S, caption, fn, *args):
 def workload_media(wl, wrows, S, charts, name, assets_dir: Path, problems):
     out = {"charts": [], "gifs": [], "grids": [], "prediction": None}
     wlname = wl_name(S, wl)
-    ok = [w for w in wrows if w["ok"]]
-    speed = [(w["short"], w["samples_per_s"], w["fw"], w["mode"]) for w in ok]
-    whisk = [(w["sps_lo"], w["sps_hi"]) for w in ok]
+    ok = [w for w in wrows if w.ok]
+    speed = [(w.short, w.samples_per_s, w.fw, w.mode) for w in ok]
+    whisk = [(w.sps_lo, w.sps_hi) for w in ok]
     cap = S("chart_speed", workload=wlname)
     out["charts"].append(figure(problems, S, cap, charts.bars, f"{wl}-speed", cap, S("axis_samples_per_s"), speed,
                                 whisk, S("chart_speed_note")))
@@ -66,11 +66,11 @@ def workload_media(wl, wrows, S, charts, name, assets_dir: Path, problems):
               (S("series_peak_device"), [w.result.peak_device_mb for w in ok], "//")]
     cap = S("chart_memory", workload=wlname)
     out["charts"].append(figure(problems, S, cap, charts.grouped_bars, f"{wl}-memory", cap, S("axis_mb"),
-                                [w["short"] for w in ok], series))
+                                [w.short for w in ok], series))
     panels = []
     record = WORKLOAD_BY_KEY.get(wl)
     for key, ylab in (record.curves if record else ()):
-        ser = [(w["label"], w["fw"], w["mode"], [e.get(key) if isinstance(e, dict) else None for e in w.result.epochs])
+        ser = [(w.label, w.fw, w.mode, [e.get(key) if isinstance(e, dict) else None for e in w.result.epochs])
                for w in wrows]
         panels.append((S("metric_" + key), S(ylab), ser))
     cap = S("chart_curves", workload=wlname)
@@ -92,60 +92,60 @@ def dcgan_media(w, i, S, name, assets_dir, problems, out):
     paths = [p for p in paths if p.is_file()]
     if not paths:
         return
-    stem = f"{name}-dcgan-{i:02d}-{fmt.anchor(w['fw'])}-{fmt.anchor(w['mode'])}-{fmt.anchor(w['device'])}"
-    gif = problems.run(S("what_gif", run=w["label"]), ch.make_gif, paths, assets_dir / f"{stem}.gif",
+    stem = f"{name}-dcgan-{i:02d}-{fmt.anchor(w.fw)}-{fmt.anchor(w.mode)}-{fmt.anchor(w.device)}"
+    gif = problems.run(S("what_gif", run=w.label), ch.make_gif, paths, assets_dir / f"{stem}.gif",
                        default=lambda it: it)
     if isinstance(gif, dict):
-        out["gifs"].append({"error": gif["text"], "label": w["label"], "epochs": len(paths)})
+        out["gifs"].append({"error": gif["text"], "label": w.label, "epochs": len(paths)})
     elif gif:
-        out["gifs"].append({"file": gif.name, "label": w["label"], "epochs": len(paths)})
-    png = problems.run(S("what_grid", run=w["label"]), ch.copy_png, paths[-1], assets_dir / f"{stem}-final.png",
+        out["gifs"].append({"file": gif.name, "label": w.label, "epochs": len(paths)})
+    png = problems.run(S("what_grid", run=w.label), ch.copy_png, paths[-1], assets_dir / f"{stem}-final.png",
                        default=lambda it: it)
     if isinstance(png, dict):
-        out["grids"].append({"error": png["text"], "label": w["label"], "epochs": len(paths)})
+        out["grids"].append({"error": png["text"], "label": w.label, "epochs": len(paths)})
     elif png:
-        out["grids"].append({"file": png.name, "label": w["label"], "epochs": len(paths)})
+        out["grids"].append({"file": png.name, "label": w.label, "epochs": len(paths)})
 
 
 def _prediction(wrows, S, charts, problems):
     truth, ser = None, []
     for w in wrows:
         s = w.result.series
-        if w["ok"] and as_list(s.get("val_pred")):
+        if w.ok and as_list(s.get("val_pred")):
             truth = truth or as_list(s.get("val_true"))
-            ser.append((w["label"], w["fw"], w["mode"], s["val_pred"]))
+            ser.append((w.label, w.fw, w.mode, s["val_pred"]))
     cap = S("chart_prediction")
     return figure(problems, S, cap, charts.prediction, "lstm-prediction", cap, S("axis_val_index"), S("axis_ppm"),
                   S("series_truth"), truth, ser)
 
 
 # ------------------------------------------------------------------ summary
-def _speed_panels(rows, wls, S):
+def _speed_panels(rows, wls, S, an):
     """Per workload and device: time per sample relative to the fastest (most
     samples/s) run, fastest first."""
     panels = []
     for wl in wls:
-        every = [w for w in rows if w["workload"] == wl]
-        for group, best, grows in ranking_groups([w for w in every if w["ok"]]):
-            ranked = sorted([w for w in grows if speed_ratio(w, best) is not None], key=lambda w: -w["samples_per_s"])
-            items = [(w["label"], speed_ratio(w, best), w["fw"], w is best,
-                      (w["interval"]["lo"], w["interval"]["hi"]) if w.get("interval") else None) for w in ranked]
+        every = [w for w in rows if w.workload == wl]
+        for group, best, grows in ranking_groups([w for w in every if w.ok]):
+            ranked = sorted([w for w in grows if speed_ratio(w, best) is not None], key=lambda w: -w.samples_per_s)
+            items = [(w.label, speed_ratio(w, best), w.fw, w is best,
+                      (an.interval(w)["lo"], an.interval(w)["hi"]) if an.interval(w) else None) for w in ranked]
             panels.append((wl_name(S, wl) + group_suffix(S, group, every), S("axis_ratio"), items))
     return panels
 
 
-def _memory_panels(rows, wls, S):
+def _memory_panels(rows, wls, S, an):
     panels = []
     for wl in wls:
-        m = sorted([(w, fmt.num(w.result.peak_rss_mb)) for w in rows if w["workload"] == wl and w["ok"]
+        m = sorted([(w, fmt.num(w.result.peak_rss_mb)) for w in rows if w.workload == wl and w.ok
                     and fmt.num(w.result.peak_rss_mb) is not None], key=lambda x: x[1])
         if m:
             lo = m[0][1]
-            panels.append((wl_name(S, wl), S("axis_mb"), [(w["label"], mb, w["fw"], mb == lo) for w, mb in m]))
+            panels.append((wl_name(S, wl), S("axis_mb"), [(w.label, mb, w.fw, mb == lo) for w, mb in m]))
     return panels
 
 
-def _quality_panels(rows, wls, S):
+def _quality_panels(rows, wls, S, an):
     """Per workload, each run's quality figure (the catalog's), the best marked
     where the figure has a better direction."""
     panels = []
@@ -154,11 +154,11 @@ def _quality_panels(rows, wls, S):
         if workload is None:
             continue
         hib = workload.quality.higher_is_better
-        vals = [(w, fmt.num(w.result.quality())) for w in rows if w["workload"] == wl and w["ok"]]
+        vals = [(w, fmt.num(w.result.quality())) for w in rows if w.workload == wl and w.ok]
         vals = [x for x in vals if x[1] is not None]
         if vals:
             b = None if hib is None else (max if hib else min)(v for _, v in vals)
-            panels.append((wl_name(S, wl), S(workload.quality.axis), [(w["label"], v, w["fw"], v == b) for w, v in vals]))
+            panels.append((wl_name(S, wl), S(workload.quality.axis), [(w.label, v, w.fw, v == b) for w, v in vals]))
     return panels
 
 
@@ -169,23 +169,23 @@ def modes_chart(modes, S, charts, problems):
     if not lines:
         return None
     panels = []
-    for wl in dict.fromkeys(ln["g"]["workload"] for ln in lines):
-        items = [(ln["g"]["fw_name"], ln["speedup"], ln["g"]["fw"], False,
+    for wl in dict.fromkeys(ln["g"].workload for ln in lines):
+        items = [(ln["g"].fw_name, ln["speedup"], ln["g"].fw, False,
                   (ln["interval"]["lo"], ln["interval"]["hi"]) if ln["interval"] else None)
-                 for ln in lines if ln["g"]["workload"] == wl]
+                 for ln in lines if ln["g"].workload == wl]
         panels.append((wl_name(S, wl), S("axis_mode_speedup"), sorted(items, key=lambda it: -it[1])))
     cap = S("fig_modes")
     return figure(problems, S, cap, lambda: charts.hbar_panels("modes", panels, note=S("chart_modes_note"), line=1.0))
 
 
-def summary_charts(rows, wls, S, charts, problems):
+def summary_charts(rows, wls, S, charts, problems, an):
     """{"summary_speed": file or {"error"}, "summary_memory": ..., "summary_quality": ...}"""
     assets = {}
     for key, kind, panels, note in (("summary_speed", "speed", _speed_panels, S("chart_ratio_note")),
                                     ("summary_memory", "memory", _memory_panels, None),
                                     ("summary_quality", "quality", _quality_panels, None)):
         cap = S("fig_" + kind)
-        f = figure(problems, S, cap, lambda: charts.hbar_panels(key.replace("_", "-"), panels(rows, wls, S), note=note))
+        f = figure(problems, S, cap, lambda: charts.hbar_panels(key.replace("_", "-"), panels(rows, wls, S, an), note=note))
         if f:
             assets[key] = f
     return assets

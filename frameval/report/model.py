@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .. import speed
@@ -88,15 +89,43 @@ def run_id(r: Result) -> str:
 
 
 # ------------------------------------------------------------------ rows
-class Row(dict):
+@dataclass(frozen=True, eq=False)  # eq=False: a row is hashed by identity, the key of what is derived from it
+class Row:
     """One framework x workload x mode x device (x machine) run, repeats folded
-    in: what the tables show, by key (w["samples_per_s"]: over the repeats), and
-    the run's own records as attributes: `w.result`, the first repeat's Result,
-    and `w.extra`, the other repeats' Results."""
-
-    def __init__(self, result: Result, extra=(), **shown):
-        super().__init__(**shown)
-        self.result, self.extra = result, list(extra)
+    in: what the tables show (w.samples_per_s: over the repeats), and the run's
+    own records: `result`, the first repeat's Result, and `extra`, the other
+    repeats' Results. Frozen: what the report derives from a row (its speed
+    interval, its share of the peak) lives beside it, in report/analysis.py."""
+    result: Result
+    extra: tuple
+    fw: str
+    fw_name: str
+    workload: str
+    mode: str
+    device: str
+    version: str | None = None
+    host: str | None = None
+    status: str = "unknown"
+    ok: bool = False
+    check_failed: bool = False
+    id: str = ""
+    size: tuple = (None, None)
+    params_total: int | None = None
+    extra_failed: tuple = ()
+    steady: float | None = None
+    steady_lo: float | None = None
+    steady_hi: float | None = None
+    steady_kind: str = "epochs"
+    n_repeats: int = 1
+    spread: float | None = None
+    samples_per_s: float | None = None
+    sps_lo: float | None = None
+    sps_hi: float | None = None
+    noisy: bool = False
+    variant: str = ""
+    variant_all: str = ""
+    label: str = ""
+    short: str = ""
 
 
 def _group(runs) -> list:
@@ -113,7 +142,9 @@ def _group(runs) -> list:
 
 
 def make_rows(runs, S, multi_host=False, problems=None) -> list:
-    """The rows of results (Result, or result dicts as results.load_runs reads them)."""
+    """The rows of results (Result, or result dicts as results.load_runs reads
+    them), sorted, named and labelled: each row is built once and then only
+    replaced, never changed."""
     runs = [r if isinstance(r, Result) else Result.from_dict(r) for r in runs]
     rows = []
     for main, extra in _group(runs):
@@ -122,43 +153,33 @@ def make_rows(runs, S, multi_host=False, problems=None) -> list:
             continue
         rows.append(problems.run(S("what_run", run=run_id(main)), _row, main, extra, S,
                                  default=lambda it, m=main: broken_row(m, it["reason"], S)))
-    rows.sort(key=lambda w: (WORKLOADS.index(w["workload"]) if w["workload"] in WORKLOADS else 9,
-                             w["device"] != "cpu", order_key(w["fw"]),
-                             MODES.index(w["mode"]) if w["mode"] in MODES else 9, w["host"] or "",
-                             version_key(w["version"] or "")))  # stable: --from order
-    name_versions(rows)  # "PaddlePaddle 3.2.2" where several versions ran (report/versions.py)
-    label_variants(rows)
-    for w in rows:
-        set_labels(w, multi_host)
-    attach_speed_intervals(rows)
-    return rows
+    rows.sort(key=lambda w: (WORKLOADS.index(w.workload) if w.workload in WORKLOADS else 9,
+                             w.device != "cpu", order_key(w.fw),
+                             MODES.index(w.mode) if w.mode in MODES else 9, w.host or "",
+                             version_key(w.version or "")))  # stable: --from order
+    rows = name_versions(rows)  # "PaddlePaddle 3.2.2" where several versions ran (report/versions.py)
+    rows = label_variants(rows)
+    return [with_labels(w, multi_host) for w in rows]
 
 
 def broken_row(r: Result, reason, S) -> Row:
     """A run the report could not read: shown as failed, with the reason."""
     error = {"type": "ReportError", "message": S("row_unreadable", reason=reason), "traceback": ""}
     shown = Result.from_dict({"_dir": r.dir, "_source": r.source, "_notebook": r.notebook, "error": error})
-    w = Row(shown, [], fw=as_text(r.framework), version=None, workload=as_text(r.workload),
-            mode=as_text(r.mode), device=as_text(r.device, "cpu"), host=None, ok=False, check_failed=False,
-            status="failed", id=run_id(r), variant="", extra_failed=[], noisy=False, spread=None,
-            steady=None, steady_lo=None, steady_hi=None, steady_kind="epochs", n_repeats=1, samples_per_s=None,
-            sps_lo=None, sps_hi=None, params_total=None, size=(None, None))
-    w["fw_name"] = framework_name(w["fw"])
-    return w
+    fw = as_text(r.framework)
+    return Row(shown, (), fw=fw, fw_name=framework_name(fw), workload=as_text(r.workload), mode=as_text(r.mode),
+               device=as_text(r.device, "cpu"), status="failed", id=run_id(r))
 
 
 def _row(r: Result, extra, S) -> Row:
     fw = as_text(r.framework)
     status = as_text(r.status, "unknown")
-    w = Row(r, extra, fw=fw, fw_name=framework_name(fw), workload=as_text(r.workload), version=r.framework_version or None,
-            mode=as_text(r.mode), device=as_text(r.device, "cpu"), host=r.host, status=status,
-            ok=status in COMPLETED, check_failed=status == "check_failed", id=run_id(r), variant="")
-    w["size"] = size_of(r)
-    _timing(w, r, extra)
     nums = [fmt.num(v) for v in r.param_counts.values()]
     complete = r.param_counts and all(v is not None for v in nums) and math.isfinite(sum(nums))
-    w["params_total"] = int(sum(nums)) if complete else None
-    return w
+    return Row(r, tuple(extra), fw=fw, fw_name=framework_name(fw), workload=as_text(r.workload),
+               version=r.framework_version or None, mode=as_text(r.mode), device=as_text(r.device, "cpu"), host=r.host,
+               status=status, ok=status in COMPLETED, check_failed=status == "check_failed", id=run_id(r),
+               size=size_of(r), params_total=int(sum(nums)) if complete else None, **_timing(r, extra))
 
 
 def run_rate(r: Result):
@@ -168,44 +189,46 @@ def run_rate(r: Result):
     return v if v is not None and v > 0 else None
 
 
-def _timing(w, r: Result, extra):
+def _timing(r: Result, extra) -> dict:
     """samples/s: the median over the run and its repeats of each run's rate
     (speed.side_rate's statistic, the one every interval resamples); whiskers
     from the slowest to the fastest run, or for one run its slowest and fastest
     steady window. Seconds per steady epoch: the repeats' median with min–max."""
-    w["extra_failed"] = [x for x in extra if x.status != "ok"]
+    out = {"extra_failed": tuple(x for x in extra if x.status != "ok")}
     rep_vals = [v for v in (fmt.num(x) for x in r.repeats) if v is not None]
     if not rep_vals and extra:
-        rep_vals = [v for v in (fmt.num(x.steady_epoch_s) for x in [r] + extra if x.status == "ok") if v is not None]
-    rates = [v for v in (run_rate(x) for x in [r] + extra if x.status == "ok") if v is not None]
+        rep_vals = [v for v in (fmt.num(x.steady_epoch_s) for x in [r] + list(extra) if x.status == "ok") if v is not None]
+    rates = [v for v in (run_rate(x) for x in [r] + list(extra) if x.status == "ok") if v is not None]
     if len(rep_vals) > 1:
-        w.update(steady=statistics.median(rep_vals), steady_lo=min(rep_vals), steady_hi=max(rep_vals),
-                 steady_kind="repeats", n_repeats=len(rep_vals), spread=div(max(rep_vals) - min(rep_vals),
-                                                                            statistics.median(rep_vals)))
+        mid = statistics.median(rep_vals)
+        out.update(steady=mid, steady_lo=min(rep_vals), steady_hi=max(rep_vals), steady_kind="repeats",
+                   n_repeats=len(rep_vals), spread=div(max(rep_vals) - min(rep_vals), mid))
     else:
-        w.update(steady=fmt.num(r.steady_epoch_s), steady_lo=fmt.num(r.steady_min_s),
-                 steady_hi=fmt.num(r.steady_max_s), steady_kind="epochs", n_repeats=1, spread=None)
+        out.update(steady=fmt.num(r.steady_epoch_s), steady_lo=fmt.num(r.steady_min_s),
+                   steady_hi=fmt.num(r.steady_max_s), steady_kind="epochs", n_repeats=1, spread=None)
     if len(rates) > 1:
-        w.update(samples_per_s=statistics.median(rates), sps_lo=min(rates), sps_hi=max(rates))
+        out.update(samples_per_s=statistics.median(rates), sps_lo=min(rates), sps_hi=max(rates))
     else:
         own = window_rates(r)
-        w.update(samples_per_s=fmt.num(r.samples_per_s),
-                 sps_lo=min(own) if own else None, sps_hi=max(own) if own else None)
-    w["noisy"] = w["spread"] is not None and w["spread"] > NOISY_SPREAD
+        out.update(samples_per_s=fmt.num(r.samples_per_s),
+                   sps_lo=min(own) if own else None, sps_hi=max(own) if own else None)
+    out["noisy"] = out["spread"] is not None and out["spread"] > NOISY_SPREAD
+    return out
 
 
 # ------------------------------------------------------------------ labels
-def set_labels(w, multi_host):
-    label = f"{w['fw_name']} {w['mode']}"
-    if w["device"] != "cpu":
-        label += f" ({w['device'].upper()})"
-    if multi_host and w["host"]:
-        label += f" @{w['host']}"
-    if w["variant"]:
-        label += f" [{w['variant']}]"
-    w["label"] = label
-    w["short"] = (f"{w['fw_name']}\n{w['mode']}" + (f"\n{w['device'].upper()}" if w["device"] != "cpu" else "")
-                  + (f"\n{w['variant']}" if w["variant"] else ""))
+def with_labels(w: Row, multi_host) -> Row:
+    """The row with its label (tables, findings) and its short form (chart axes)."""
+    label = f"{w.fw_name} {w.mode}"
+    if w.device != "cpu":
+        label += f" ({w.device.upper()})"
+    if multi_host and w.host:
+        label += f" @{w.host}"
+    if w.variant:
+        label += f" [{w.variant}]"
+    short = (f"{w.fw_name}\n{w.mode}" + (f"\n{w.device.upper()}" if w.device != "cpu" else "")
+             + (f"\n{w.variant}" if w.variant else ""))
+    return replace(w, label=label, short=short)
 
 
 def _facts(w) -> dict:
@@ -214,7 +237,7 @@ def _facts(w) -> dict:
     out = {k: v for k, v in r.params.items() if k not in VARIANT_SKIP}
     for k, v in r.settings.items():
         out.setdefault(k, v)
-    out["version"] = w["version"]
+    out["version"] = w.version
     out["n_train"] = r.data.get("n_train")
     out["threads"] = r.threads
     return out
@@ -231,12 +254,13 @@ def _source_names(g) -> dict:
     return names
 
 
-def label_variants(rows):
-    """Two rows of the same workload, framework, mode, device and machine are
-    labelled by the parameters that differ (else by their result folder)."""
+def label_variants(rows) -> list:
+    """The rows, where two of the same workload, framework, mode, device and
+    machine are labelled by the parameters that differ (else by their result folder)."""
     groups: dict = {}
     for w in rows:
-        groups.setdefault((w["workload"], w["fw_name"], w["mode"], w["device"], w["host"] or ""), []).append(w)
+        groups.setdefault((w.workload, w.fw_name, w.mode, w.device, w.host or ""), []).append(w)
+    named: dict = {}
     for g in groups.values():
         if len(g) < 2:
             continue
@@ -247,14 +271,12 @@ def label_variants(rows):
         parts = [[f"{k}={_short(fmt.value(f.get(k)))}" for k in differ] for f in facts]
         variants = [", ".join(p[:VARIANT_KEYS_SHOWN]) + (" …" if len(p) > VARIANT_KEYS_SHOWN else "") for p in parts]
         if not all(variants) or len(set(variants)) < len(g):
-            variants = [(v + "; " if v else "") + (sources[id(w)] or w["id"]) for w, v in zip(g, variants)]
-        for w, v, p in zip(g, variants, parts):
-            w["variant"], w["variant_all"] = v, ", ".join(p)
+            variants = [(v + "; " if v else "") + (sources[id(w)] or w.id) for w, v in zip(g, variants)]
         seen: dict = {}
-        for w in g:
-            n = seen[w["variant"]] = seen.get(w["variant"], 0) + 1
-            if n > 1:
-                w["variant"] += f" #{n}"
+        for w, v, p in zip(g, variants, parts):
+            n = seen[v] = seen.get(v, 0) + 1
+            named[id(w)] = replace(w, variant=v + (f" #{n}" if n > 1 else ""), variant_all=", ".join(p))
+    return [named.get(id(w), w) for w in rows]
 
 
 def size_of(r: Result) -> tuple:
@@ -265,7 +287,7 @@ def size_of(r: Result) -> tuple:
 
 def rank_group(w) -> tuple:
     """The runs ranked against each other: one device, one size."""
-    return (w["device"], w.get("size") or (None, None))
+    return (w.device, w.size or (None, None))
 
 
 def fastest_by_group(rows) -> dict:
@@ -274,9 +296,9 @@ def fastest_by_group(rows) -> dict:
     sample counts); a run whose numerical check failed is not a reference."""
     best = {}
     for w in rows:
-        if w["ok"] and not w["check_failed"] and w["samples_per_s"] is not None:
+        if w.ok and not w.check_failed and w.samples_per_s is not None:
             k = rank_group(w)
-            if k not in best or w["samples_per_s"] > best[k]["samples_per_s"]:
+            if k not in best or w.samples_per_s > best[k].samples_per_s:
                 best[k] = w
     return best
 
@@ -289,9 +311,9 @@ def best_of(w, best: dict):
 def speed_ratio(w, best):
     """Time per sample relative to the fastest run (1.00× = fastest), or None;
     None across devices or sizes, which are never ranked together."""
-    if not w["ok"] or best is None or rank_group(w) != rank_group(best):
+    if not w.ok or best is None or rank_group(w) != rank_group(best):
         return None
-    return div(best["samples_per_s"], w["samples_per_s"])
+    return div(best.samples_per_s, w.samples_per_s)
 
 
 def at_faster_mode(rows) -> list:
@@ -299,11 +321,11 @@ def at_faster_mode(rows) -> list:
     variant, machine, device and size), only its faster one."""
     def same(a, b):
         return a is not b and rank_group(a) == rank_group(b) and \
-            all(a[k] == b[k] for k in ("fw", "version", "variant", "host", "workload"))
+            all(getattr(a, k) == getattr(b, k) for k in ("fw", "version", "variant", "host", "workload"))
     out = []
     for w in rows:
-        rivals = [x for x in rows if same(w, x) and x["mode"] != w["mode"] and x["ok"] and x["samples_per_s"] is not None]
-        if w["samples_per_s"] is None or not any(x["samples_per_s"] > w["samples_per_s"] for x in rivals):
+        rivals = [x for x in rows if same(w, x) and x.mode != w.mode and x.ok and x.samples_per_s is not None]
+        if w.samples_per_s is None or not any(x.samples_per_s > w.samples_per_s for x in rivals):
             out.append(w)
     return out
 
@@ -318,15 +340,3 @@ def window_rates(r: Result) -> list:
 def run_windows(w) -> list:
     """The row's runs (repeats folded in), each as its windows' samples/s."""
     return [rates for rates in (window_rates(x) for x in [w.result, *w.extra] if x.status == "ok") if rates]
-
-
-def attach_speed_intervals(rows) -> None:
-    """Each row's speed against the fastest of its workload, device and size: the
-    ratio's 95% interval and verdict (speed.ratio_interval), as `interval`."""
-    for wl in {w["workload"] for w in rows}:
-        wrows = [w for w in rows if w["workload"] == wl]
-        for best in fastest_by_group(wrows).values():
-            base = run_windows(best)
-            for w in wrows:
-                if speed_ratio(w, best) is not None and w is not best:
-                    w["interval"] = speed.ratio_interval(base, run_windows(w))

@@ -17,11 +17,11 @@ def mode_pairs(rows) -> list:
     """[(graph row, eager row)] of one framework, version, workload, device and host, both ok."""
     out = []
     for g in rows:
-        if g["mode"] != "graph" or not g["ok"] or g["samples_per_s"] is None:
+        if g.mode != "graph" or not g.ok or g.samples_per_s is None:
             continue
         for e in rows:
-            same = all(e[k] == g[k] for k in ("fw", "version", "workload", "device", "host", "variant"))
-            if same and e["mode"] == "eager" and e["ok"] and e["samples_per_s"]:
+            same = all(getattr(e, k) == getattr(g, k) for k in ("fw", "version", "workload", "device", "host", "variant"))
+            if same and e.mode == "eager" and e.ok and e.samples_per_s:
                 out.append((g, e))
     return out
 
@@ -29,10 +29,10 @@ def mode_pairs(rows) -> list:
 def mode_line(g, e) -> dict:
     """The speedup (eager time per sample over graph's), its interval, the
     compile cost and the break-even."""
-    speedup = g["samples_per_s"] / e["samples_per_s"]
+    speedup = g.samples_per_s / e.samples_per_s
     iv = speed.ratio_interval(run_windows(g), run_windows(e))
     excess = compile_cost(g, e)
-    per_sample_gain = 1 / e["samples_per_s"] - 1 / g["samples_per_s"]
+    per_sample_gain = 1 / e.samples_per_s - 1 / g.samples_per_s
     break_even = excess / per_sample_gain if excess is not None and per_sample_gain > 0 else None
     return {"g": g, "e": e, "speedup": speedup, "interval": iv, "compile_s": excess, "break_even": break_even}
 
@@ -42,8 +42,8 @@ def compile_cost(g, e):
     numerical check (the first calls of the step: torch.compile, tf.function
     and jit trace there, before training) and in the first epoch beyond its
     steady one. Both modes run the same check, so the difference is the compile."""
-    first, steady = number(g.result.first_epoch_s), g["steady"]
-    e_first, e_steady = number(e.result.first_epoch_s), e["steady"]
+    first, steady = number(g.result.first_epoch_s), g.steady
+    e_first, e_steady = number(e.result.first_epoch_s), e.steady
     if None in (first, steady, e_first, e_steady):
         return None
     epoch = max(0.0, (first - steady) - max(0.0, e_first - e_steady))
@@ -73,8 +73,8 @@ def mode_section(rows, S) -> dict | None:
         g, iv = ln["g"], ln["interval"]
         called = S("mode_" + verdict(iv)) if iv else fmt.NA
         text = fmt.ratio(ln["speedup"]) + (f" ({fmt.interval(iv['lo'], iv['hi'])})" if iv else "")
-        table_rows.append([cell(g["fw_name"] + (f" {g['version']}" if g["version"] else ""), g["fw"]),
-                           cell(S("wl_" + g["workload"]), g["workload"]), cell(text, ln["speedup"]),
+        table_rows.append([cell(g.fw_name + (f" {g.version}" if g.version else ""), g.fw),
+                           cell(S("wl_" + g.workload), g.workload), cell(text, ln["speedup"]),
                            cell(called, None, "ok" if verdict(iv) == "faster" else ""),
                            cell(fmt.seconds(ln["compile_s"]), ln["compile_s"]),
                            cell(_break_even(ln, S), ln["break_even"])])

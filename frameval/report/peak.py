@@ -13,10 +13,13 @@ above 100% (the probe under-measured), which is never printed silently.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .. import ceilings, cpu, flops, probe
 from ..catalog import framework_name
 from . import fmt
 from .cells import cell, header
+from .finding import Finding
 from .media import wl_name
 from .model import at_faster_mode, best_of, fastest_by_group
 
@@ -60,36 +63,48 @@ def ceiling_for(m, fw: str, version, threads):
     return fmt.num(e.get("gflops_1" if not _all_threads(threads) else "gflops_all")) if e else None
 
 
-def attach_peak(rows, by_source) -> None:
-    """w["gflops"], w["peak"], w["peak_share"], w["ceiling"], w["ceiling_share"]
-    (None where not measured)."""
-    for w in rows:
-        r = w.result
-        f = flops.training_flops(w["workload"], r.params)
-        sps = w["samples_per_s"] if w["ok"] else None
-        m, threads = by_source.get(str(r.source)), fmt.num(r.params.get("threads"))
-        if w["device"] != "cpu":
-            m = None  # the probe measured this machine's CPU; a GPU's own figures are not built yet
-        w["flops"] = f
-        w["gflops"] = sps * f / 1e9 if sps and f else None
-        w["peak"] = peak_for(m, threads)
-        w["peak_share"] = w["gflops"] / w["peak"] if w["gflops"] and w["peak"] else None
-        w["ceiling"] = ceiling_for(m, w["fw"], r.framework_version, threads)
-        w["ceiling_share"] = w["gflops"] / w["ceiling"] if w["gflops"] and w["ceiling"] else None
+@dataclass(frozen=True)
+class Peak:
+    """A run's training FLOPs per sample, its GFLOP/s and its shares of the
+    machine's peak and of its framework's own GEMM ceiling; None where not measured."""
+    flops: float | None = None
+    gflops: float | None = None
+    peak: float | None = None
+    peak_share: float | None = None
+    ceiling: float | None = None
+    ceiling_share: float | None = None
+
+    @property
+    def over_limit(self) -> bool:
+        """Above 100% of a limit: a figure to distrust (the summary's alert says why)."""
+        return any((v or 0) > 1 for v in (self.peak_share, self.ceiling_share))
 
 
-def over_limit(w) -> bool:
-    return any((w.get(k) or 0) > 1 for k in ("peak_share", "ceiling_share"))
+NO_PEAK = Peak()
 
 
-def gflops_cell(w, S):
-    if w.get("gflops") is None:
+def peak_of(w, by_source) -> Peak:
+    """Row w's Peak from its source folder's machine record (`machines`)."""
+    r = w.result
+    f = flops.training_flops(w.workload, r.params)
+    sps = w.samples_per_s if w.ok else None
+    m, threads = by_source.get(str(r.source)), fmt.num(r.params.get("threads"))
+    if w.device != "cpu":
+        m = None  # the probe measured this machine's CPU; a GPU's own figures are not built yet
+    gflops = sps * f / 1e9 if sps and f else None
+    peak, ceiling = peak_for(m, threads), ceiling_for(m, w.fw, r.framework_version, threads)
+    return Peak(f, gflops, peak, gflops / peak if gflops and peak else None,
+                ceiling, gflops / ceiling if gflops and ceiling else None)
+
+
+def gflops_cell(p: Peak, S):
+    if p.gflops is None:
         return cell(fmt.NA, None, "na")
-    shares = [f"{fmt.sig(w[k] * 100, 2)}%" if w.get(k) is not None else fmt.NA for k in ("peak_share", "ceiling_share")]
-    text = fmt.sig(w["gflops"]) + f" ({shares[0]} · {shares[1]})"
-    return cell(text, w["gflops"], "flag" if over_limit(w) else "",  # flagged: the summary's alert says why
-                S("tip_gflops", flops=fmt.integer(w["flops"]), peak=fmt.sig(w["peak"]) if w["peak"] else fmt.NA,
-                  ceiling=fmt.sig(w["ceiling"]) if w.get("ceiling") else fmt.NA))
+    shares = [f"{fmt.sig(v * 100, 2)}%" if v is not None else fmt.NA for v in (p.peak_share, p.ceiling_share)]
+    text = fmt.sig(p.gflops) + f" ({shares[0]} · {shares[1]})"
+    return cell(text, p.gflops, "flag" if p.over_limit else "",  # flagged: the summary's alert says why
+                S("tip_gflops", flops=fmt.integer(p.flops), peak=fmt.sig(p.peak) if p.peak else fmt.NA,
+                  ceiling=fmt.sig(p.ceiling) if p.ceiling else fmt.NA))
 
 
 # ------------------------------------------------------------------ the environment section
@@ -146,43 +161,44 @@ def _gemm_cell(v, peak):
 
 
 # ------------------------------------------------------------------ the summary
-def peak_findings(wl, wrows, S) -> list:
+def peak_findings(wl, wrows, S, an) -> list:
     """The run closest to the machine's limit (with its share of its own
     framework's ceiling); where the slower frameworks' gaps lie; an alert for
     any share above 100%."""
     from .scaling import batch_series, overhead_bound
-    got = [w for w in wrows if w.get("peak_share") is not None]
+    got = [w for w in wrows if an.peak(w).peak_share is not None]
     if not got:
         return []
-    out = [{"kind": "speed", "text": S("finding_over_peak", workload=wl_name(S, wl), run=w["label"],
-                                       gflops=fmt.sig(w["gflops"]), items=_over_items(w, S)),
-            "anchor": "peak", "alert": True} for w in wrows if over_limit(w)]
-    best = max(got, key=lambda w: w["peak_share"])
-    text = S("finding_peak", workload=wl_name(S, wl), run=best["label"], gflops=fmt.sig(best["gflops"]),
-             share=fmt.sig(best["peak_share"] * 100, 2), peak=fmt.sig(best["peak"]),
-             own=fmt.sig(best["ceiling_share"] * 100, 2) if best.get("ceiling_share") is not None else fmt.NA)
-    gaps = gap_items(wrows, S)
+    out = [Finding(kind="speed", text=S("finding_over_peak", workload=wl_name(S, wl), run=w.label,
+                                       gflops=fmt.sig(an.peak(w).gflops), items=_over_items(w, an.peak(w), S)),
+            anchor="peak", alert=True) for w in wrows if an.peak(w).over_limit]
+    best = max(got, key=lambda w: an.peak(w).peak_share)
+    p = an.peak(best)
+    text = S("finding_peak", workload=wl_name(S, wl), run=best.label, gflops=fmt.sig(p.gflops),
+             share=fmt.sig(p.peak_share * 100, 2), peak=fmt.sig(p.peak),
+             own=fmt.sig(p.ceiling_share * 100, 2) if p.ceiling_share is not None else fmt.NA)
+    gaps = gap_items(wrows, S, an)
     if gaps:
         text += " " + S("finding_gaps", items=S.join(gaps))
-    bound = overhead_bound(wrows)
+    bound = overhead_bound(wrows, an)
     if bound:
         items = S.join(S("overhead_item", run=g["label"], lo=fmt.sig(a * 100, 2), hi=fmt.sig(b * 100, 2),
                          b0=fmt.integer(g["points"][0][0]), b1=fmt.integer(g["points"][-1][0])) for g, a, b in bound)
         text += " " + S("finding_overhead", items=items, n=len(bound), of=len(batch_series(wrows)))
-    return out + [{"kind": "speed", "text": text, "anchor": f"wl-{wl}"}]
+    return out + [Finding(kind="speed", text=text, anchor=f"wl-{wl}")]
 
 
-def _over_items(w, S) -> str:
+def _over_items(w, p: Peak, S) -> str:
     parts = []
-    if (w.get("peak_share") or 0) > 1:
-        parts.append(S("over_peak_item", what=S("over_machine"), limit=fmt.sig(w["peak"]), share=fmt.sig(w["peak_share"] * 100, 3)))
-    if (w.get("ceiling_share") or 0) > 1:
-        parts.append(S("over_peak_item", what=S("over_own", fw=w["fw_name"]), limit=fmt.sig(w["ceiling"]),
-                       share=fmt.sig(w["ceiling_share"] * 100, 3)))
+    if (p.peak_share or 0) > 1:
+        parts.append(S("over_peak_item", what=S("over_machine"), limit=fmt.sig(p.peak), share=fmt.sig(p.peak_share * 100, 3)))
+    if (p.ceiling_share or 0) > 1:
+        parts.append(S("over_peak_item", what=S("over_own", fw=w.fw_name), limit=fmt.sig(p.ceiling),
+                       share=fmt.sig(p.ceiling_share * 100, 3)))
     return S.join(parts)
 
 
-def gap_items(wrows, S) -> list:
+def gap_items(wrows, S, an) -> list:
     """For each run measurably slower than its ranking's fastest: whether the gap
     lies in its framework's kernels, around them, or both (ceilings.gap_kind)."""
     best = fastest_by_group(wrows)
@@ -190,12 +206,12 @@ def gap_items(wrows, S) -> list:
     out = []
     for w in ranked:
         b = best_of(w, best)
-        if b is None or w is b or (w.get("interval") or {}).get("verdict") != "slower":
+        if b is None or w is b or an.verdict(w) != "slower":
             continue
-        kind = ceilings.gap_kind(w.get("ceiling_share"), b.get("ceiling_share"), w.get("ceiling"), b.get("ceiling"))
+        pw, pb = an.peak(w), an.peak(b)
+        kind = ceilings.gap_kind(pw.ceiling_share, pb.ceiling_share, pw.ceiling, pb.ceiling)
         if kind:
-            out.append(S("gap_" + kind, run=w["label"], fastest=b["label"], own=fmt.sig(w.get("ceiling")),
-                         best=fmt.sig(b.get("ceiling")),
-                         share=fmt.sig((w.get("ceiling_share") or 0) * 100, 2),
-                         best_share=fmt.sig((b.get("ceiling_share") or 0) * 100, 2)))
+            out.append(S("gap_" + kind, run=w.label, fastest=b.label, own=fmt.sig(pw.ceiling),
+                         best=fmt.sig(pb.ceiling), share=fmt.sig((pw.ceiling_share or 0) * 100, 2),
+                         best_share=fmt.sig((pb.ceiling_share or 0) * 100, 2)))
     return out

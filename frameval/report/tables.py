@@ -15,6 +15,7 @@ from .check import check_summary
 from .defects import mark_substitute
 from .labels import SCOPE_PARTS
 from .model import best_of, fastest_by_group, speed_ratio
+from .analysis import analyse
 from .peak import gflops_cell
 from .spec import audit_count, framework_name, match_counts
 
@@ -50,7 +51,7 @@ def quality_columns(workload, S):
 
 
 def _columns(rows, multi_host):
-    return {"variant": any(w["variant"] for w in rows), "device": len({w["device"] for w in rows}) > 1,
+    return {"variant": any(w.variant for w in rows), "device": len({w.device for w in rows}) > 1,
             "host": multi_host}
 
 
@@ -74,44 +75,44 @@ def _heads(S, opt, qcols):
     return heads + [header(S("col_code_lines"), True, S("tip_code_lines"))]
 
 
-def workload_table(workload, rows, S, multi_host, code_lines, problems=None):
+def workload_table(workload, rows, S, multi_host, code_lines, problems=None, an=None):
     opt = _columns(rows, multi_host)
     qcols = quality_columns(workload, S)
     heads = _heads(S, opt, qcols)
     qbest = []
     for _, get, _, hib in qcols:
-        vals = [v for v in (fmt.num(get(w.result)) for w in rows if w["ok"]) if v is not None]
+        vals = [v for v in (fmt.num(get(w.result)) for w in rows if w.ok) if v is not None]
         qbest.append(None if hib is None or not vals else (max(vals) if hib else min(vals)))
-    ctx = {"workload": workload, "S": S, "opt": opt, "best": fastest_by_group(rows), "qcols": qcols,
+    ctx = {"workload": workload, "S": S, "opt": opt, "best": fastest_by_group(rows), "an": an or analyse(rows), "qcols": qcols,
            "qbest": qbest, "code": code_lines}
     body = []
     for w in rows:
         if problems is None:
             body.append(_line(w, ctx))
             continue
-        body.append(problems.run(S("what_row", run=w.get("label", w["id"]), table=S("wl_" + workload)), _line, w, ctx,
+        body.append(problems.run(S("what_row", run=w.label or w.id, table=S("wl_" + workload)), _line, w, ctx,
                                  default=lambda it, w=w: _broken_line(w, it["text"], len(heads))))
     return {"id": f"table-{workload}", "headers": heads, "rows": body, "sortable": True,
-            "row_ids": [w["id"] for w in rows]}
+            "row_ids": [w.id for w in rows]}
 
 
 def _broken_line(w, text, n):
-    return [cell(w.get("fw_name") or w["fw"], w["fw"]), cell(text, None, "flag")] + [cell("", None, "na")] * (n - 2)
+    return [cell(w.fw_name or w.fw, w.fw), cell(text, None, "flag")] + [cell("", None, "na")] * (n - 2)
 
 
 def _line(w, c):
     S, r = c["S"], w.result
-    cells = [cell(w["fw_name"], w["fw"]), cell(w["version"] or fmt.NA, w["version"]), cell(w["mode"], w["mode"])]
+    cells = [cell(w.fw_name, w.fw), cell(w.version or fmt.NA, w.version), cell(w.mode, w.mode)]
     if c["opt"]["variant"]:
-        cells.append(cell(w["variant"] or "—", w["variant"] or None, "", w.get("variant_all") or ""))
+        cells.append(cell(w.variant or "—", w.variant or None, "", w.variant_all))
     if c["opt"]["device"]:
-        cells.append(cell(w["device"].upper(), w["device"]))
+        cells.append(cell(w.device.upper(), w.device))
     if c["opt"]["host"]:
-        cells.append(cell(w["host"] or fmt.NA, w["host"]))
+        cells.append(cell(w.host or fmt.NA, w.host))
     cells += [status_cell(w, S), cell(fmt.seconds(r.first_epoch_s), fmt.num(r.first_epoch_s), "na" if fmt.is_na(r.first_epoch_s) else ""),
               steady_cell(w, S), mark_substitute(_sps_cell(w), w, S)]
-    cells.append(ratio_cell(w, best_of(w, c["best"]), S))
-    cells.append(gflops_cell(w, S))
+    cells.append(ratio_cell(w, best_of(w, c["best"]), S, c["an"].interval(w)))
+    cells.append(gflops_cell(c["an"].peak(w), S))
     cells.append(_mb_cell(r.peak_rss_mb, S("tip_peak_rss_method", method=r.memory.get("method"))
                           if r.memory.get("method") else S("tip_peak_rss_old")))
     cells.append(_mb_cell(r.rss_after_import_mb))
@@ -120,19 +121,18 @@ def _line(w, c):
     cells.append(params_cell(c["workload"], w, S))
     for (_, get, f, _), qb in zip(c["qcols"], c["qbest"]):
         v = get(r)
-        cls = "na" if v is None else ("best" if w["ok"] and qb is not None and fmt.num(v) == qb else "")
+        cls = "na" if v is None else ("best" if w.ok and qb is not None and fmt.num(v) == qb else "")
         cells.append(cell(f(v), fmt.num(v), cls))
-    n = c["code"].get((w["fw"], c["workload"]))
+    n = c["code"].get((w.fw, c["workload"]))
     cells.append(cell(fmt.integer(n) if n is not None else fmt.NA, n, "na" if n is None else ""))
     return cells
 
 
-def ratio_cell(w, best, S):
-    """Time per sample against the fastest, with its 95% interval and verdict."""
+def ratio_cell(w, best, S, iv):
+    """Time per sample against the fastest, with its 95% interval and verdict (iv: report/analysis.py)."""
     ratio = speed_ratio(w, best)
     if ratio is None:
         return cell(fmt.NA, None, "na")
-    iv = w.get("interval")
     if w is best or not iv:
         return cell(fmt.ratio(ratio), ratio, "best" if w is best else "")
     verdict = S("verdict_" + iv["verdict"])
@@ -142,13 +142,13 @@ def ratio_cell(w, best, S):
 
 
 def _sps_cell(w):
-    v = w["samples_per_s"]
+    v = w.samples_per_s
     if v is None:
         raw = w.result.samples_per_s
         return cell(fmt.rate(raw) if raw is not None else fmt.NA, None, "na")
     t = fmt.rate(v)
-    if w["steady_kind"] == "repeats" and w["sps_lo"] is not None and w["sps_hi"] is not None:
-        t += f" ({fmt.rate(w['sps_lo'])}–{fmt.rate(w['sps_hi'])})"
+    if w.steady_kind == "repeats" and w.sps_lo is not None and w.sps_hi is not None:
+        t += f" ({fmt.rate(w.sps_lo)}–{fmt.rate(w.sps_hi)})"
     return cell(t, v)
 
 
@@ -166,17 +166,17 @@ def _device_mem_cell(w, S):
 
 def status_cell(w, S):
     tags, cls = [], ""
-    if not w["ok"]:
+    if not w.ok:
         tags.append(S("status_failed"))
         cls = "flag"
-    elif w["check_failed"]:
+    elif w.check_failed:
         tags.append(S("status_check_failed"))
         cls = "flag"
     else:
         tags.append(S("status_ok"))
     if w.result.reused:
         tags.append(S("status_reused"))
-    if w["noisy"]:
+    if w.noisy:
         tags.append(S("status_noisy"))
         cls = cls or "warn"
     titles = []
@@ -184,10 +184,10 @@ def status_cell(w, S):
         tags.append(text)
         cls = cls or tcls
         titles.append(title)
-    if w["extra_failed"]:
-        tags.append(S("status_repeat_failed", n=len(w["extra_failed"])))
+    if w.extra_failed:
+        tags.append(S("status_repeat_failed", n=len(w.extra_failed)))
         cls = cls or "warn"
-    return cell(" · ".join(tags), w["status"], cls, "; ".join(t for t in titles if t))
+    return cell(" · ".join(tags), w.status, cls, "; ".join(t for t in titles if t))
 
 
 def _state_tags(w, S) -> list:
@@ -196,7 +196,7 @@ def _state_tags(w, S) -> list:
     compiled" even of a step compiled whole into two graphs); a busy machine;
     outlier timing windows. Each only where the result records it."""
     out = []
-    got = labels.scope_label(w.result, w["mode"], S) if w["ok"] and w.result.compiled is not True else None
+    got = labels.scope_label(w.result, w.mode, S) if w.ok and w.result.compiled is not True else None
     if got:
         gs = w.result.graph_scope or {}
         tip = " — ".join(str(x) for x in (gs.get("how"), gs.get("why")) if x) if gs else S("tip_label_scope_not_recorded")
@@ -211,19 +211,19 @@ def _state_tags(w, S) -> list:
 
 
 def steady_cell(w, S):
-    if w["steady"] is None:
+    if w.steady is None:
         raw = w.result.steady_epoch_s
         return cell(fmt.seconds(raw) if raw is not None else fmt.NA, None, "na")
-    t = fmt.seconds(w["steady"])
-    if w["steady_lo"] is not None and w["steady_hi"] is not None:
-        t += f" ({fmt.seconds(w['steady_lo'])}–{fmt.seconds(w['steady_hi'])})"
+    t = fmt.seconds(w.steady)
+    if w.steady_lo is not None and w.steady_hi is not None:
+        t += f" ({fmt.seconds(w.steady_lo)}–{fmt.seconds(w.steady_hi)})"
     title, cls = "", ""
-    if w["steady_kind"] == "repeats":
-        t += " " + S("n_repeats", n=w["n_repeats"])
-        title = S("tip_repeats", spread=f"{w['spread'] * 100:.0f}%" if w["spread"] is not None else fmt.NA)
-        if w["noisy"]:
+    if w.steady_kind == "repeats":
+        t += " " + S("n_repeats", n=w.n_repeats)
+        title = S("tip_repeats", spread=f"{w.spread * 100:.0f}%" if w.spread is not None else fmt.NA)
+        if w.noisy:
             cls = "warn"
-    return cell(t, w["steady"], cls, title)
+    return cell(t, w.steady, cls, title)
 
 
 def params_cell(workload, w, S):
@@ -234,14 +234,14 @@ def params_cell(workload, w, S):
     t = " + ".join(fmt.integer(v) for v in counts.values())
     cls = "flag" if "mismatch" in states else ("warn" if "structural" in states else "")
     title = S("tip_params_mismatch") if cls == "flag" else (S("two_bias") if cls == "warn" else "")
-    return cell(t, w["params_total"], cls, title)
+    return cell(t, w.params_total, cls, title)
 
 
 # ------------------------------------------------------------------ graph scope
 def scope_text(w, S) -> tuple:
     """(text, class, tooltip) of what the training step's graph holds."""
     gs = w.result.graph_scope
-    if w["mode"] != "graph" and not (gs and any(gs.get(k) is True for k in SCOPE_PARTS)):
+    if w.mode != "graph" and not (gs and any(gs.get(k) is True for k in SCOPE_PARTS)):
         return "—", "", S("eager")
     if not gs:
         return fmt.NA, "na", S("tip_scope_not_recorded")
@@ -278,8 +278,8 @@ def scope_notes(rows) -> list:
     out = []
     for w in rows:
         gs = w.result.graph_scope or {}
-        if w["mode"] == "graph" and (gs.get("how") or gs.get("why")):
-            out.append((w["label"], str(gs.get("how") or ""), str(gs.get("why") or "")))
+        if w.mode == "graph" and (gs.get("how") or gs.get("why")):
+            out.append((w.label, str(gs.get("how") or ""), str(gs.get("why") or "")))
     return out
 
 
@@ -294,7 +294,7 @@ def memory_table(workload, rows, S):
     body = []
     for w in mrows:
         m = w.result.memory
-        line = [cell(w["label"], w["id"])]
+        line = [cell(w.label, w.id)]
         for key, _ in MEMORY_KEYS:
             line.append(_mb_cell(m.get(key)))
         line.append(cell(m.get("method") or fmt.NA, None, "" if m.get("method") else "na"))
@@ -302,7 +302,7 @@ def memory_table(workload, rows, S):
         line.append(cell(dp if dp not in (None, "") else fmt.NA, None, "" if dp else "na"))
         body.append(line)
     return {"id": f"table-memory-{workload}", "headers": heads, "rows": body, "sortable": True,
-            "row_ids": [w["id"] for w in mrows]}
+            "row_ids": [w.id for w in mrows]}
 
 
 # ------------------------------------------------------------------ code size
@@ -339,8 +339,8 @@ def _link(r: Result, out_dir):
 def error_entries(rows, out_dir: Path, S):
     """Failed runs (and failed repeats), then runs whose numerical check failed."""
     out = []
-    todo = [(w, r, False) for w in rows for r in ([w.result] if not w["ok"] else []) + w["extra_failed"]]
-    todo += [(w, w.result, True) for w in rows if w["check_failed"]]
+    todo = [(w, r, False) for w in rows for r in ([w.result] if not w.ok else []) + list(w.extra_failed)]
+    todo += [(w, w.result, True) for w in rows if w.check_failed]
     for w, r, is_check in todo:
         err = r.error
         tb = str(err.get("traceback") or "").rstrip().splitlines()
@@ -350,13 +350,13 @@ def error_entries(rows, out_dir: Path, S):
             msg = str(err.get("message") or S("no_message"))
         if len(msg) > MESSAGE_CHARS:
             msg = msg[:MESSAGE_CHARS] + " …"
-        out.append({"framework": w["fw_name"], "fw": w["fw"], "workload": w["workload"],
-                    "workload_name": S("wl_" + w["workload"]) if ("wl_" + w["workload"]) in S.raw else w["workload"],
-                    "mode": w["mode"], "device": w["device"], "host": w["host"], "label": w["label"],
+        out.append({"framework": w.fw_name, "fw": w.fw, "workload": w.workload,
+                    "workload_name": S("wl_" + w.workload) if ("wl_" + w.workload) in S.raw else w.workload,
+                    "mode": w.mode, "device": w.device, "host": w.host, "label": w.label,
                     "kind": "check" if is_check else "run",
                     "type": S("status_check_failed") if is_check else str(err.get("type") or S("unknown_error")),
                     "message": msg, "traceback": "" if is_check else "\n".join(tb[-TRACEBACK_LINES:]),
                     "notebook": _link(r, out_dir), "notebook_exists": bool(r.notebook),
                     "repeat": r is not w.result,
-                    "anchor": fmt.anchor(f"err-{w['fw']}-{w['workload']}-{w['mode']}-{w['device']}-{len(out)}")})
+                    "anchor": fmt.anchor(f"err-{w.fw}-{w.workload}-{w.mode}-{w.device}-{len(out)}")})
     return out

@@ -5,6 +5,8 @@ earliest, per workload and mode (the verdict rules are in frameval/stats.py, the
 table in report/comparison.py)."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .. import speed, stats
 from ..versionkey import version_key
 from . import fmt
@@ -18,17 +20,16 @@ def multi_version(rows) -> set:
     version comparison)."""
     seen: dict = {}
     for w in rows:
-        if w.get("version"):
-            seen.setdefault((w["fw"], w["device"], w["host"] or ""), set()).add(w["version"])
+        if w.version:
+            seen.setdefault((w.fw, w.device, w.host or ""), set()).add(w.version)
     return {k[0] for k, vs in seen.items() if len(vs) > 1}
 
 
-def name_versions(rows) -> None:
-    """Put the version into the framework's name where several versions ran."""
+def name_versions(rows) -> list:
+    """The rows, with the version in the framework's name where several versions ran."""
     multi = multi_version(rows)
-    for w in rows:
-        if w["fw"] in multi and w.get("version"):
-            w["fw_name"] = f"{framework_name(w['fw'])} {w['version']}"
+    return [replace(w, fw_name=f"{framework_name(w.fw)} {w.version}") if w.fw in multi and w.version else w
+            for w in rows]
 
 
 def _runs(ws) -> list:
@@ -42,9 +43,9 @@ def version_lines(rows) -> list:
     groups: dict = {}
     multi = multi_version(rows)
     for w in rows:
-        if w["fw"] in multi and w.get("version"):
-            k = (w["workload"], w["fw"], w["mode"], w["device"], w["host"] or "")
-            groups.setdefault(k, {}).setdefault(w["version"], []).append(w)
+        if w.fw in multi and w.version:
+            k = (w.workload, w.fw, w.mode, w.device, w.host or "")
+            groups.setdefault(k, {}).setdefault(w.version, []).append(w)
     lines = []
     for (wl, fw, mode, dev, host), by_v in groups.items():
         vs = sorted(by_v, key=version_key)

@@ -102,7 +102,7 @@ def _finding(S, fmt, name, ok):
     vals = [x for x in vals if x[1] is not None]
     if not vals:
         return None
-    return S("finding_dcgan", workload=name, items=S.join(f"{w['label']} {fmt.sig(g, 3)}/{fmt.sig(d, 3)}"
+    return S("finding_dcgan", workload=name, items=S.join(f"{w.label} {fmt.sig(g, 3)}/{fmt.sig(d, 3)}"
                                                          for w, g, d in vals))
 
 

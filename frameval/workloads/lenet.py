@@ -41,8 +41,8 @@ def _expected(w0):
 
 
 def _finding(S, fmt, name, best, worst, show):
-    return S("finding_lenet_acc", workload=name, run=best[0]["label"], acc=show(best[1]),
-             run2=worst[0]["label"], acc2=show(worst[1]))
+    return S("finding_lenet_acc", workload=name, run=best[0].label, acc=show(best[1]),
+             run2=worst[0].label, acc2=show(worst[1]))
 
 
 WORKLOAD = Workload(

@@ -48,8 +48,8 @@ def _expected(w0):
 
 
 def _finding(S, fmt, name, best, worst, show):
-    return S("finding_lstm_r2", workload=name, run=best[0]["label"], r2=show(best[1]),
-             rmse=fmt.sig(best[0].result.metric("val_rmse")), run2=worst[0]["label"], r2b=show(worst[1]))
+    return S("finding_lstm_r2", workload=name, run=best[0].label, r2=show(best[1]),
+             rmse=fmt.sig(best[0].result.metric("val_rmse")), run2=worst[0].label, r2b=show(worst[1]))
 
 
 WORKLOAD = Workload(
