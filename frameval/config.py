@@ -43,6 +43,7 @@ class RunConfig:
     out: str = str(REPO / "reports" / "default")
     name: str = "report"
     repeats: int = 1
+    seeds: str = ""         # --seeds N or a comma list (plan.parse_seeds)
     threshold: float = 0.10
     timeout: float | None = None   # None: the profile's default (catalog.PROFILE_TIMEOUT_S)
     force: str | None = None
@@ -205,7 +206,7 @@ class RunConfig:
             params.append("dataset=full")
         try:
             self.runs = build_plan(self.frameworks, self.workloads, self.mode, self.device, self.profile, params,
-                                   self.repeats)
+                                   self.repeats, self.seeds)
         except PlanError as e:
             raise BadInput(str(e)) from None
         why = constraints.first_problem(self.runs)

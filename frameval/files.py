@@ -59,10 +59,15 @@ def run_folder(workload: str, mode: str, device: str = "cpu", tag: str = "") -> 
     return f"{workload}-{mode}" + ("-gpu" if device == "gpu" else "") + (f"@{tag}" if tag else "")
 
 
+SEED_DIR = "seed-{}"  # a --seeds replicate's folder inside its run's, for every seed but the notebook's own
+
+
 def run_dir(out, framework: str, workload: str, mode: str, device: str = "cpu", repeat: int = 1,
-            tag: str = "") -> Path:
-    """<out>/runs/<fw>/<workload>-<mode>[-gpu][@tag]/, and r<k>/ inside it for repeat k > 1."""
+            tag: str = "", seed_dir: str = "") -> Path:
+    """<out>/runs/<fw>/<workload>-<mode>[-gpu][@tag]/, then seed-<n>/ for a
+    --seeds replicate other than the notebook's own seed, then r<k>/ for repeat k > 1."""
     d = Path(out) / RUNS / framework / run_folder(workload, mode, device, tag)
+    d = d / seed_dir if seed_dir else d
     return d if repeat <= 1 else d / f"r{repeat}"
 
 

@@ -125,9 +125,10 @@ class Pipeline:
                     framework_pins=sorted({r.fw_key for r in self.runs if r.pin}),
                     workloads=sorted({r.workload for r in self.runs}), modes=sorted({r.mode for r in self.runs}),
                     device=self.config.device, overrides=list(self.config.param), repeats=self.config.repeats,
+                    seeds=sorted({r.seed for r in self.runs if r.seed is not None}),
                     profile_notes=notes, started=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                     frameval_version=__version__, git_commit=git_commit(),
-                    runs=[r.name for r in self.runs if r.repeat == 1])
+                    runs=list(dict.fromkeys(r.name for r in self.runs if r.repeat == 1)))
         files.atomic_write_json(self.out / files.PLAN, plan.to_dict())
 
     def record_provenance(self, env_by_fw):
@@ -198,7 +199,7 @@ class Pipeline:
             dec = execute.decide(run, d, parts, self.config.forced(run))
             extra = "" if env.ready or run.fw_key in users else " (environment not built yet)"
             n_execute += dec.execute
-            self.say(f"  [{i}/{len(self.runs)}] {run.name}{'' if run.repeat == 1 else f' repeat {run.repeat}'}: "
+            self.say(f"  [{i}/{len(self.runs)}] {run.name}{run.replicate}: "
                      f"{'execute' if dec.execute else 'reuse'} ({dec.why}){extra}")
         self.executor.dry_run(self.context(), n_execute)
         return 0
@@ -210,7 +211,7 @@ class Pipeline:
         becomes a Job."""
         d = results.planned_dir(self.out, run)
         env = env_by_fw.get(run.fw_key)
-        label = f"[{i}/{len(self.runs)}] {run.name}" + ("" if run.repeat == 1 else f" repeat {run.repeat}")
+        label = f"[{i}/{len(self.runs)}] {run.name}{run.replicate}"
         if not isinstance(env, envs.Env):
             results.record_failure(d, run, "EnvBuildError", str(env).splitlines()[0] if env else "no env", str(env))
             self.say(f"{label}: failed (environment did not build)")

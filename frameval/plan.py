@@ -35,6 +35,27 @@ ALLOWED = {"dataset": ("embedded", "full"), "series": ("co2",), "hidden": (32,)}
 
 
 MAX_REPEATS = 100
+MAX_SEEDS = 100
+
+
+def parse_seeds(text) -> list:
+    """--seeds: "5" is five seeds, 0 to 4; "0,1,4" (a comma list) those seeds.
+    [] when not given: each notebook's own seed, one run."""
+    text = str(text or "").strip()
+    if not text:
+        return []
+    items = [x.strip() for x in text.split(",")]
+    if not all(x.isdigit() for x in items if x) or not any(items):
+        raise PlanError(f"--seeds {text!r}: a count (5: seeds 0 to 4) or a comma list of seeds (0,1,4)")
+    if "," not in text:
+        n = int(items[0])
+        if not 1 <= n <= MAX_SEEDS:
+            raise PlanError(f"--seeds {n}: must be 1 to {MAX_SEEDS}")
+        return list(range(n))
+    seeds = list(dict.fromkeys(int(x) for x in items if x))
+    if len(seeds) > MAX_SEEDS:
+        raise PlanError(f"--seeds: {len(seeds)} seeds, at most {MAX_SEEDS}")
+    return seeds
 
 
 class PlanError(ValueError):
@@ -54,6 +75,8 @@ class Run:
     profile_notes: list = field(default_factory=list)
     pin: str = ""  # a framework version other than its spec's (--frameworks paddle==3.2.2)
     sweep: dict = field(default_factory=dict)  # the swept parameters' values of this run (-p batch_size=16,64)
+    seed: int | None = None  # a replicate of --seeds: its own folder (seed_dir) and cache key, one row with its twins
+    seed_dir: str = ""       # "" for the notebook's own seed, else "seed-<n>" inside the run's folder
 
     @property
     def fw_key(self) -> str:
@@ -70,6 +93,11 @@ class Run:
     @property
     def name(self) -> str:
         return f"{self.fw_key}/{files.run_folder(self.workload, self.mode, self.device, self.tag)}"
+
+    @property
+    def replicate(self) -> str:
+        """" seed 3 repeat 2", " repeat 2", " seed 3" or "": which replicate of its run this is."""
+        return ("" if self.seed is None else f" seed {self.seed}") + ("" if self.repeat == 1 else f" repeat {self.repeat}")
 
 
 def notebook_path(framework: str, workload: str) -> Path:
@@ -154,7 +182,7 @@ def coerce(key: str, raw, default, where: str):
 
 
 def build_plan(frameworks: str = "all", workloads: str = "all", mode: str = "graph", device: str = "cpu",
-               profile: str = "quick", overrides=None, repeats: int = 1) -> list:
+               profile: str = "quick", overrides=None, repeats: int = 1, seeds=()) -> list:
     entries = framework_entries(frameworks, device)
     fws = list(dict.fromkeys(fw for fw, _ in entries))
     wls = split_list(workloads, WORKLOADS, "workload")
@@ -168,6 +196,10 @@ def build_plan(frameworks: str = "all", workloads: str = "all", mode: str = "gra
     if not 1 <= repeats <= MAX_REPEATS:  # each repeat is a fresh kernel: thousands would run for days
         raise PlanError(f"--repeats {repeats}: must be 1 to {MAX_REPEATS}")
     ov = parse_overrides(overrides) if not isinstance(overrides, dict) else overrides
+    seeds = parse_seeds(seeds) if isinstance(seeds, str) else list(seeds or [])
+    if seeds and any("seed" in values for values in ov.values()):
+        raise PlanError("--seeds and -p seed= both given; use one (--seeds makes one row of its seeds, "
+                        "-p seed=0,1,2 a row per seed)")
     cells = {}
     for fw in fws:
         for wl in wls:
@@ -189,6 +221,9 @@ def build_plan(frameworks: str = "all", workloads: str = "all", mode: str = "gra
                                 | set(WORKLOAD_PARAMS.get(scope, ()))) - set(RESERVED))
                 raise PlanError(f"-p {(scope + '.') if scope else ''}{key}: unknown parameter"
                                 f"{' for ' + scope if scope else ''}; known: {', '.join(takes)}")
+    missing = [f"{fw}/{wl}" for (fw, wl), d in cells.items() if seeds and "seed" not in d]
+    if missing:
+        raise PlanError(f"--seeds: {', '.join(missing)} has no seed parameter")
     runs = []
     for fw, pin in entries:
         for wl in wls:
@@ -196,11 +231,13 @@ def build_plan(frameworks: str = "all", workloads: str = "all", mode: str = "gra
             params, notes, swept = _resolved(fw, wl, cells[fw, wl], profile, ov)
             for combo in sweep_values(swept):
                 for m in modes:
-                    p = dict(params, **combo, mode=m, device=device)
-                    for k in range(1, repeats + 1):
-                        runs.append(Run(fw, wl, m, device, p, path, profile, k,
-                                        [f"{fw} {wl}: smaller {profile} size ({', '.join(notes)}) for a slow CPU kernel"]
-                                        if notes else [], pin=pin, sweep=combo))
+                    for seed in seeds or [None]:
+                        p = dict(params, **combo, mode=m, device=device, **({} if seed is None else {"seed": seed}))
+                        sdir = "" if seed is None or seed == cells[fw, wl].get("seed") else f"seed-{seed}"
+                        for k in range(1, repeats + 1):
+                            runs.append(Run(fw, wl, m, device, p, path, profile, k,
+                                            [f"{fw} {wl}: smaller {profile} size ({', '.join(notes)}) for a slow CPU kernel"]
+                                            if notes else [], pin=pin, sweep=combo, seed=seed, seed_dir=sdir))
     return runs
 
 

@@ -6,6 +6,8 @@ records, the runner's fields, reuse marks, repeats merged).
 Layout of an output folder:
     <out>/runs/<framework>/<workload>-<mode>[-gpu]/result.json      (+ output.ipynb)
     <out>/runs/<framework>/<workload>-<mode>[-gpu]/r<k>/result.json (repeat k > 1)
+    <out>/runs/<framework>/<workload>-<mode>[-gpu]/seed-<n>/[r<k>/]result.json
+                                        (a --seeds replicate, seed n other than the notebook's own)
 (the file names: frameval/files.py)
 
 Notebooks run by hand (JupyterLab, no out_dir) write the same layout into
@@ -22,7 +24,7 @@ import shutil
 from pathlib import Path
 
 from .schema import failure_result
-from .files import OUTPUT_NB, PARTIAL, RESULT, RUNS, WORK, atomic_write_json, run_dir
+from .files import OUTPUT_NB, PARTIAL, RESULT, RUNS, SEED_DIR, WORK, atomic_write_json, run_dir
 
 
 def read_result(path: Path) -> dict:
@@ -46,6 +48,20 @@ def is_repeat_dir(d) -> bool:
     return bool(re.fullmatch(r"r\d+", Path(str(d)).name))
 
 
+def is_seed_dir(d) -> bool:
+    """Whether a folder is a --seeds replicate's, seed-<n>/ inside its run's (files.run_dir)."""
+    return bool(re.fullmatch(SEED_DIR.format(r"\d+"), Path(str(d)).name))
+
+
+def run_base(d) -> str:
+    """The run's own folder of a result folder: without r<k>/ and seed-<n>/,
+    so a run's repeats and seeds fold into one report row."""
+    d = Path(str(d))
+    if is_repeat_dir(d):
+        d = d.parent
+    return str(d.parent if is_seed_dir(d) else d)
+
+
 def _located(res: Path, src) -> dict:
     """The result in `res`, with where it was found: `_dir` (its run folder),
     `_source` (the output folder) and `_notebook` (the executed notebook, if there)."""
@@ -66,9 +82,13 @@ def load_runs(*sources, repeats: bool = False) -> list:
     out = []
     for src in sources:
         out += [_located(res, src) for res in sorted((Path(src) / RUNS).glob(f"*/*/{RESULT}"))]
+        out += [_located(res, src) for res in sorted((Path(src) / RUNS).glob(f"*/*/seed-*/{RESULT}"))
+                if is_seed_dir(res.parent)]
     for src in sources if repeats else ():
         out += [_located(res, src) for res in sorted((Path(src) / RUNS).glob(f"*/*/r*/{RESULT}"))
                 if is_repeat_dir(res.parent)]
+        out += [_located(res, src) for res in sorted((Path(src) / RUNS).glob(f"*/*/seed-*/r*/{RESULT}"))
+                if is_repeat_dir(res.parent) and is_seed_dir(res.parent.parent)]
     return out
 
 
@@ -147,7 +167,8 @@ def mark_reused(d: Path) -> dict:
 def planned_dir(out: Path, run, repeat: int | None = None) -> Path:
     """The folder of a planned run (plan.Run): the one place its fields become a
     path, so a new axis of the plan (a sweep's tag) reaches every reader at once."""
-    return run_dir(out, run.fw_key, run.workload, run.mode, run.device, run.repeat if repeat is None else repeat, run.tag)
+    return run_dir(out, run.fw_key, run.workload, run.mode, run.device, run.repeat if repeat is None else repeat, run.tag,
+                   run.seed_dir)
 
 
 def merge_repeats(out: Path, runs, repeats: int) -> None:

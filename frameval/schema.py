@@ -147,6 +147,7 @@ class Plan(_Record):
     # the -p values as given; a dict before version 4 ({"epochs": 3}), kept as written
     overrides: list = field(default_factory=list, metadata={"accepts": (list, dict)})
     repeats: int = 1
+    seeds: list = field(default_factory=list)  # --seeds (none: each notebook's own seed)
     profile_notes: list = field(default_factory=list)
     started: str = ""
     frameval_version: str | None = None

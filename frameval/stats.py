@@ -119,3 +119,68 @@ def check_change(check_a, check_b) -> dict:
         over.append(("ok", "check", float("inf"), None))
     over.sort(key=lambda x: -x[2])
     return {"different": bool(over), "worst": over[0] if over else worst}
+
+
+# ------------------------------------------------------------------ quality over seeds
+# A quality figure (accuracy, R², a loss) differs between frameworks by
+# numerical noise only, for one seed: every framework starts from the same
+# weights and sees the same batches (docs/workloads.md). Only seeds show how
+# large the real spread is, so quality is compared over seeds: a mean with a
+# percentile-bootstrap 95% interval, and between two sides the mean
+# difference, paired by seed where both ran the same seeds.
+MIN_SEEDS = 3        # fewer seeds give no interval: a bootstrap of 2 values says nothing
+SEED_DRAWS = 10_000
+
+
+def _mean(xs) -> float:
+    return math.fsum(xs) / len(xs)
+
+
+def _boot(draw, draws: int, seed: int) -> tuple:
+    import random
+    rng = random.Random(seed)
+    reps = sorted(draw(rng) for _ in range(draws))
+    return reps[int(0.025 * (draws - 1))], reps[int(0.975 * (draws - 1))]
+
+
+def seed_mean(values, draws: int = SEED_DRAWS, seed: int = 0) -> dict:
+    """{"mean", "lo", "hi", "n"} of one value per seed; lo and hi are None
+    below MIN_SEEDS seeds."""
+    xs = [float(v) for v in values if v is not None and math.isfinite(float(v))]
+    if not xs:
+        return {"mean": None, "lo": None, "hi": None, "n": 0}
+    out = {"mean": _mean(xs), "lo": None, "hi": None, "n": len(xs)}
+    if len(xs) >= MIN_SEEDS:
+        out["lo"], out["hi"] = _boot(lambda rng: _mean(rng.choices(xs, k=len(xs))), draws, seed)
+    return out
+
+
+def seed_difference(a: dict, b: dict, tol: float = 0.0, draws: int = SEED_DRAWS, seed: int = 0) -> dict:
+    """B's quality minus A's, from {seed: value} of each side: {"diff", "lo",
+    "hi", "paired", "n_a", "n_b", "verdict"}. Paired (a bootstrap of the
+    per-seed differences) where both sides ran the same seeds, at least
+    MIN_SEEDS of them; else unpaired (each side resampled by itself). The
+    verdict: "higher" or "lower" where the interval excludes 0, "same" (within
+    seed noise) where it holds 0 or the difference is below `tol` (the
+    precision the report prints: agreement to 1e-7 is no ranking, however
+    consistent its sign), "too_few" below MIN_SEEDS a side."""
+    a = {k: float(v) for k, v in a.items() if v is not None and math.isfinite(float(v))}
+    b = {k: float(v) for k, v in b.items() if v is not None and math.isfinite(float(v))}
+    out = {"diff": None, "lo": None, "hi": None, "paired": False, "n_a": len(a), "n_b": len(b), "verdict": "na"}
+    if not a or not b:
+        return out
+    xa, xb = list(a.values()), list(b.values())
+    out["diff"] = _mean(xb) - _mean(xa)
+    if min(len(a), len(b)) < MIN_SEEDS:
+        return dict(out, verdict="too_few")
+    if set(a) == set(b):
+        d = [b[k] - a[k] for k in sorted(a)]
+        out["paired"] = True
+        out["lo"], out["hi"] = _boot(lambda rng: _mean(rng.choices(d, k=len(d))), draws, seed)
+    else:
+        out["lo"], out["hi"] = _boot(lambda rng: _mean(rng.choices(xb, k=len(xb))) - _mean(rng.choices(xa, k=len(xa))),
+                                     draws, seed)
+    if abs(out["diff"]) < tol:
+        return dict(out, verdict="same")
+    verdict = "higher" if out["lo"] > 0 else "lower" if out["hi"] < 0 else "same"
+    return dict(out, verdict=verdict)

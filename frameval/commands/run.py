@@ -57,8 +57,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default=str(REPO / "reports" / "default"), metavar="DIR",
                    help="output folder (default reports/default): runs/<fw>/<workload>-<mode>/ and the report")
     p.add_argument("--name", default="report", help="report file name without extension (default report)")
-    p.add_argument("--repeats", type=int, default=1, metavar="N",
-                   help="run each notebook N times, each in a fresh kernel (default 1)")
+    _replicate_options(p)
     p.add_argument("--threshold", type=float, default=0.10, metavar="F",
                    help="version comparison: call a change faster/slower only when it is larger than this "
                         "fraction (default 0.10) and significant across repeats (docs/compare.md)")
@@ -94,6 +93,16 @@ def parser() -> argparse.ArgumentParser:
     _sweep_options(p)
     slurm_config.add_options(p.add_argument_group("Slurm (--executor slurm; docs/slurm.md)"))
     return p
+
+
+def _replicate_options(p) -> None:
+    """Each run more than once: repeats (speed), seeds (quality)."""
+    p.add_argument("--repeats", type=int, default=1, metavar="N",
+                   help="run each notebook N times, each in a fresh kernel (default 1)")
+    p.add_argument("--seeds", default="", metavar="N|LIST",
+                   help="run each notebook once per seed (5: seeds 0 to 4; 0,1,4: those): the seed sets the shared "
+                        "initial weights and the data order; the seeds of a run make one row, with a 95%% interval on "
+                        "its quality (docs/seeds.md)")
 
 
 def _environment_options(p) -> None:

@@ -5,7 +5,10 @@ here, built once per report by `analyse`:
 - each row's speed against the fastest of its ranking group, the ratio's 95%
   interval and verdict (speed.ratio_interval): `an.interval(w)`;
 - each row's GFLOP/s and its shares of the machine's peak and of its
-  framework's own GEMM (report/peak.py): `an.peak(w)`.
+  framework's own GEMM (report/peak.py): `an.peak(w)`;
+- each row's quality over its seeds, one value per seed (the mean of that
+  seed's repeats), with a 95% interval from three seeds on (stats.seed_mean):
+  `an.quality(w)`.
 
 A row is its own key (rows compare by identity), so two rows that read alike
 never share an analysis.
@@ -16,15 +19,46 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
 
-from .. import speed
+from .. import speed, stats
+from ..result import COMPLETED, number
 from .model import fastest_by_group, run_windows, speed_ratio
 from .peak import NO_PEAK, Peak, peak_of
+
+
+@dataclass(frozen=True)
+class SeedQuality:
+    """A row's quality figure over its seeds: `per_seed` ((seed, value), ...),
+    each the mean of that seed's ok repeats; the mean over seeds and its 95%
+    interval (None below stats.MIN_SEEDS seeds); `n` seeds with a value."""
+    per_seed: tuple = ()
+    mean: float | None = None
+    lo: float | None = None
+    hi: float | None = None
+    n: int = 0
+
+    @property
+    def by_seed(self) -> dict:
+        return dict(self.per_seed)
+
+
+NO_QUALITY = SeedQuality()
+
+
+def quality_of(w) -> SeedQuality:
+    per_seed = []
+    for seed, results in w.seeds:
+        vals = [v for v in (number(r.quality()) for r in results if r.status in COMPLETED) if v is not None]
+        if vals:
+            per_seed.append((seed, sum(vals) / len(vals)))
+    m = stats.seed_mean([v for _, v in per_seed])
+    return SeedQuality(tuple(per_seed), m["mean"], m["lo"], m["hi"], m["n"])
 
 
 @dataclass(frozen=True)
 class Analysis:
     intervals: Mapping = field(default_factory=lambda: MappingProxyType({}))
     peaks: Mapping = field(default_factory=lambda: MappingProxyType({}))
+    qualities: Mapping = field(default_factory=lambda: MappingProxyType({}))
 
     def interval(self, w):
         """speed.ratio_interval's dict for w against its group's fastest, or
@@ -38,6 +72,9 @@ class Analysis:
 
     def peak(self, w) -> Peak:
         return self.peaks.get(w, NO_PEAK)
+
+    def quality(self, w) -> SeedQuality:
+        return self.qualities.get(w, NO_QUALITY)
 
 
 def speed_intervals(rows) -> dict:
@@ -66,4 +103,5 @@ def analyse(rows, by_source=None, problems=None, S=None) -> Analysis:
             return {w: peak_of(w, by_source) for w in rows}
         peaks = all_peaks() if problems is None else problems.run(S("what_section", name=S("h_peak")), all_peaks,
                                                                    default=lambda it: {})
-    return Analysis(MappingProxyType(intervals), MappingProxyType(peaks or {}))
+    qualities = {w: quality_of(w) for w in rows if w.ok}
+    return Analysis(MappingProxyType(intervals), MappingProxyType(peaks or {}), MappingProxyType(qualities))

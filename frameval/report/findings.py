@@ -3,7 +3,7 @@ backs it. Speed is ranked by samples/s (never by seconds per epoch: runs may
 train different sample counts)."""
 from __future__ import annotations
 
-from .. import speed
+from .. import speed, stats
 from ..catalog import WORKLOAD_BY_KEY
 from . import fmt, labels
 from .analysis import analyse
@@ -11,7 +11,7 @@ from .finding import Finding
 from .media import dev_suffix, group_suffix, ranking_groups, wl_name
 from .model import at_faster_mode, speed_ratio
 from .peak import peak_findings
-from .tables import QUALITY_FORMAT
+from .tables import QUALITY_DIFF, QUALITY_FORMAT
 
 MEMORY_TIE = 0.02  # peak memories closer than this are not ranked
 
@@ -112,13 +112,21 @@ def _extremes(vals):
     return best, worst
 
 
-def quality_finding(wl, wrows, S):
-    """The best and the worst run by the workload's quality figure, in its
-    record's words; a workload with no score (a GAN) lists its runs' losses."""
+def quality_finding(wl, wrows, S, an=None):
+    """The workload's quality figure in one sentence. Over seeds (--seeds, at
+    least stats.MIN_SEEDS): each run's mean with its 95% interval, and each
+    against the best mean, paired by seed, "within seed noise" or lower by how
+    much. With one seed, a range, never a ranking: every framework started
+    from the same weights and saw the same batches, so it is numerical noise.
+    A workload with no score (a GAN) lists its runs' losses."""
     ok = [w for w in wrows if w.ok]
     name, workload = wl_name(S, wl), WORKLOAD_BY_KEY.get(wl)
     if workload is None:
         return None
+    an = an or analyse(wrows)
+    seeded = [w for w in ok if an.quality(w).n >= stats.MIN_SEEDS]
+    if seeded:
+        return _seeds_finding(name, workload, seeded, S, an)
     if workload.quality.higher_is_better is None:
         return workload.quality_finding(S, fmt, name, ok)
     vals = [x for x in ((w, fmt.num(w.result.quality())) for w in ok) if x[1] is not None]
@@ -126,10 +134,35 @@ def quality_finding(wl, wrows, S):
         return None
     show = QUALITY_FORMAT[workload.quality.key]
     best, worst = _extremes(vals)
-    if best[1] == worst[1]:
+    if show(best[1]) == show(worst[1]):  # equal at the precision shown: no best and no lowest
         return S("finding_quality_same", workload=name, metric=S(workload.quality.label),
                  value=show(best[1]), n=len(vals))
-    return workload.quality_finding(S, fmt, name, best, worst, show)
+    return workload.quality_finding(S, fmt, name, best, worst, show) + " " + S("finding_quality_one_seed")
+
+
+def _seeds_finding(name, workload, seeded, S, an) -> str:
+    q = workload.quality
+    show, diff = QUALITY_FORMAT[q.key], QUALITY_DIFF.get(q.key, fmt.sig)
+    sign = 1 if q.higher_is_better is not False else -1
+    order = sorted(seeded, key=lambda w: -sign * an.quality(w).mean)
+    items = S.join(S("quality_seed_item", run=w.label, mean=show(an.quality(w).mean), n=an.quality(w).n,
+                     lo=show(an.quality(w).lo), hi=show(an.quality(w).hi)) for w in order)
+    kw = dict(workload=name, metric=S(q.label), items=items)
+    if q.higher_is_better is None or len(order) < 2:
+        return S("finding_quality_seeds", **kw)
+    best, parts, paired = order[0], [], set()
+    for w in order[1:]:
+        d = stats.seed_difference(an.quality(best).by_seed, an.quality(w).by_seed)
+        paired.add(d["paired"])
+        if show(an.quality(w).mean) == show(an.quality(best).mean) or d["verdict"] == "same":
+            parts.append(S("quality_within_noise", run=w.label))
+        elif d["verdict"] in ("higher", "lower"):
+            lo, hi = sorted((abs(d["lo"]), abs(d["hi"])))
+            parts.append(S("quality_" + d["verdict"], run=w.label, by=diff(abs(d["diff"])), lo=diff(lo), hi=diff(hi)))
+        else:
+            parts.append(S("quality_too_few", run=w.label))
+    how = S("quality_paired") if paired == {True} else S("quality_unpaired")
+    return S("finding_quality_seeds_ranked", best=best.label, others=S.join(parts), how=how, **kw)
 
 
 def run_findings(rows, errors, check_failed, S) -> list:
@@ -244,7 +277,7 @@ def findings(rows, wls, S, errors, check_failed, audits, problems, an, versions=
         add(S("what_findings", kind=S("h_findings_speed"), workload=name), speed_findings, wl, wrows, S, an)
         add(S("what_findings", kind=S("h_findings_memory"), workload=name), memory_findings, wl, wrows, S)
         add(S("what_findings", kind=S("h_findings_speed"), workload=name), peak_findings, wl, wrows, S, an)
-        q = problems.run(S("what_findings", kind=S("h_findings_quality"), workload=name), quality_finding, wl, wrows, S,
+        q = problems.run(S("what_findings", kind=S("h_findings_quality"), workload=name), quality_finding, wl, wrows, S, an,
                          default=lambda it: it)
         if isinstance(q, dict):
             out.append(Finding(kind="quality", flag=True, text=q["text"], anchor="report-problems"))

@@ -19,7 +19,7 @@ from .. import speed
 from ..files import PLAN, RUNS
 from ..schema import Environment, Plan
 from ..result import COMPLETED, Result
-from ..results import is_repeat_dir
+from ..results import is_repeat_dir, is_seed_dir, run_base
 from ..versionkey import version_key
 from . import fmt
 from .spec import MODES, WORKLOADS, framework_name, order_key
@@ -27,6 +27,7 @@ from .versions import name_versions
 
 NOISY_SPREAD = 0.10
 VARIANT_SKIP = {"out_dir", "mode", "device", "check"}
+REPLICATE_SKIP = {"seed", "out_dir"}  # what may differ between a row's seeds and repeats
 VARIANT_KEYS_SHOWN = 4
 
 
@@ -126,19 +127,45 @@ class Row:
     variant_all: str = ""
     label: str = ""
     short: str = ""
+    # ((seed, (its Results: repeats)), ...): every seed of a --seeds run, each
+    # with its repeats; one entry for a run of one seed (report/analysis.py's quality)
+    seeds: tuple = ()
+
+
+def _fingerprint(r: Result) -> str:
+    """The run's parameters but its seed: the seeds and repeats of one row
+    share it, so a replicate left by an earlier plan with other parameters
+    becomes a row of its own, never a false seed of this one."""
+    return json.dumps({k: v for k, v in r.params.items() if k not in REPLICATE_SKIP}, sort_keys=True, default=str)
 
 
 def _group(runs) -> list:
-    groups: dict = {}
+    """[(main Result, other Results, ((seed, (Results of that seed)), ...))]:
+    a run's repeats (r<k>/) and seeds (seed-<n>/) fold into one row; the main
+    is the run folder's own result, else the first seed's first repeat."""
+    folders: dict = {}
     for r in runs:
         d = r.dir or ""
-        base = str(Path(d).parent) if d and is_repeat_dir(d) else d
-        g = groups.setdefault((str(r.source), base or id(r)), {"main": None, "extra": []})
-        if (d and is_repeat_dir(d)) or g["main"] is not None:
-            g["extra"].append(r)
-        else:
-            g["main"] = r
-    return [(g["main"] or g["extra"].pop(0), g["extra"]) for g in groups.values()]
+        folders.setdefault((str(r.source), run_base(d) if d else id(r)), []).append(r)
+    groups = []
+    for rs in folders.values():
+        by_print: dict = {}
+        for r in rs:
+            by_print.setdefault(_fingerprint(r) if r.params else None, []).append(r)
+        unread = by_print.pop(None, [])  # a corrupt record has no parameters: it stays with its folder's run
+        parts = list(by_print.values()) or [[]]
+        parts[0] += unread
+        groups += parts
+    out = []
+    for members in groups:
+        own = [r for r in members if not (r.dir and (is_repeat_dir(r.dir) or is_seed_dir(r.dir)))]
+        main = own[0] if own else members[0]
+        seeds: dict = {}
+        for r in [main] + [x for x in members if x is not main]:
+            seeds.setdefault(r.params.get("seed"), []).append(r)
+        by_seed = tuple((s, tuple(rs)) for s, rs in sorted(seeds.items(), key=lambda kv: (kv[0] is None, kv[0] or 0)))
+        out.append((main, [x for x in members if x is not main], by_seed))
+    return out
 
 
 def make_rows(runs, S, multi_host=False, problems=None) -> list:
@@ -147,11 +174,11 @@ def make_rows(runs, S, multi_host=False, problems=None) -> list:
     replaced, never changed."""
     runs = [r if isinstance(r, Result) else Result.from_dict(r) for r in runs]
     rows = []
-    for main, extra in _group(runs):
+    for main, extra, by_seed in _group(runs):
         if problems is None:
-            rows.append(_row(main, extra, S))
+            rows.append(_row(main, extra, S, by_seed))
             continue
-        rows.append(problems.run(S("what_run", run=run_id(main)), _row, main, extra, S,
+        rows.append(problems.run(S("what_run", run=run_id(main)), _row, main, extra, S, by_seed,
                                  default=lambda it, m=main: broken_row(m, it["reason"], S)))
     rows.sort(key=lambda w: (WORKLOADS.index(w.workload) if w.workload in WORKLOADS else 9,
                              w.device != "cpu", order_key(w.fw),
@@ -171,7 +198,7 @@ def broken_row(r: Result, reason, S) -> Row:
                device=as_text(r.device, "cpu"), status="failed", id=run_id(r))
 
 
-def _row(r: Result, extra, S) -> Row:
+def _row(r: Result, extra, S, by_seed=()) -> Row:
     fw = as_text(r.framework)
     status = as_text(r.status, "unknown")
     nums = [fmt.num(v) for v in r.param_counts.values()]
@@ -179,7 +206,8 @@ def _row(r: Result, extra, S) -> Row:
     return Row(r, tuple(extra), fw=fw, fw_name=framework_name(fw), workload=as_text(r.workload),
                version=r.framework_version or None, mode=as_text(r.mode), device=as_text(r.device, "cpu"), host=r.host,
                status=status, ok=status in COMPLETED, check_failed=status == "check_failed", id=run_id(r),
-               size=size_of(r), params_total=int(sum(nums)) if complete else None, **_timing(r, extra))
+               size=size_of(r), params_total=int(sum(nums)) if complete else None,
+               seeds=by_seed or ((r.params.get("seed"), (r, *extra)),), **_timing(r, extra, len(by_seed) > 1))
 
 
 def run_rate(r: Result):
@@ -189,14 +217,14 @@ def run_rate(r: Result):
     return v if v is not None and v > 0 else None
 
 
-def _timing(r: Result, extra) -> dict:
+def _timing(r: Result, extra, seeded: bool = False) -> dict:
     """samples/s: the median over the run and its repeats of each run's rate
     (speed.side_rate's statistic, the one every interval resamples); whiskers
     from the slowest to the fastest run, or for one run its slowest and fastest
     steady window. Seconds per steady epoch: the repeats' median with min–max."""
     out = {"extra_failed": tuple(x for x in extra if x.status != "ok")}
-    rep_vals = [v for v in (fmt.num(x) for x in r.repeats) if v is not None]
-    if not rep_vals and extra:
+    rep_vals = [] if seeded else [v for v in (fmt.num(x) for x in r.repeats) if v is not None]
+    if not rep_vals and extra:  # with seeds: every run of every seed
         rep_vals = [v for v in (fmt.num(x.steady_epoch_s) for x in [r] + list(extra) if x.status == "ok") if v is not None]
     rates = [v for v in (run_rate(x) for x in [r] + list(extra) if x.status == "ok") if v is not None]
     if len(rep_vals) > 1:
@@ -265,6 +293,8 @@ def label_variants(rows) -> list:
         if len(g) < 2:
             continue
         facts = [_facts(w) for w in g]
+        if any(len(w.seeds) > 1 for w in g):  # a row of several seeds is not told apart by one of them
+            facts = [{k: v for k, v in f.items() if k != "seed"} for f in facts]
         keys = list(dict.fromkeys(k for f in facts for k in f))
         differ = [k for k in keys if len({fmt.value(f.get(k)) for f in facts}) > 1]
         sources = _source_names(g)

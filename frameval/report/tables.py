@@ -33,6 +33,8 @@ def _sig4(v):
 
 # How the tables and the findings write a workload's quality figure (catalog.Quality.key).
 QUALITY_FORMAT = {"test_acc": fmt.percent, "val_r2": lambda v: fmt.fixed(v, 4), "gen_loss": _sig4}
+# How a difference of two quality figures is written (over seeds: report/findings.py).
+QUALITY_DIFF = {"test_acc": lambda d: f"{d * 100:.2f} pt", "val_r2": lambda d: fmt.fixed(d, 4), "gen_loss": _sig4}
 # How a workload record's further figures are written (workloads.base.Figure.format).
 FORMATS = {"sig4": _sig4, "sig3": lambda v: fmt.sig(v, 3), "millis": fmt.millis, "kib": fmt.kib,
            "percent": fmt.percent, "sig": fmt.sig}
@@ -119,7 +121,12 @@ def _line(w, c):
     cells.append(_device_mem_cell(w, S))
     cells.append(scope_cell(w, S))
     cells.append(params_cell(c["workload"], w, S))
-    for (_, get, f, _), qb in zip(c["qcols"], c["qbest"]):
+    for i, ((_, get, f, _), qb) in enumerate(zip(c["qcols"], c["qbest"])):
+        q = c["an"].quality(w)
+        if i == 0 and q.n > 1:  # over seeds: the mean, its 95% interval (three seeds on), no "best" mark
+            text = f(q.mean) + (f" ({f(q.lo)}–{f(q.hi)})" if q.lo is not None else "")
+            cells.append(cell(text, q.mean, "", S("tip_quality_seeds", n=q.n)))
+            continue
         v = get(r)
         cls = "na" if v is None else ("best" if w.ok and qb is not None and fmt.num(v) == qb else "")
         cells.append(cell(f(v), fmt.num(v), cls))
