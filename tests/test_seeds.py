@@ -161,3 +161,29 @@ def test_a_rerun_with_the_same_seeds_reuses_every_one(seeded):
     assert p.returncode == 0, p.stderr
     lines = [ln for ln in p.stdout.splitlines() if "lenet-eager seed" in ln]
     assert len(lines) == 6 and all(": reuse (" in ln for ln in lines), lines
+
+
+# ------------------------------------------------------------------ compare A B: a verdict on a changed hyperparameter
+def _write_folder(root, fw_means, seeds=range(5), shift=0):
+    for fw, mean in fw_means.items():
+        for r in _seed_results(fw, mean, 0.001, seeds, shift=shift, root=str(root), lr=0.002 if shift else 0.001):
+            d = root / "runs" / fw / r["_dir"].split(f"/runs/{fw}/", 1)[1]
+            d.mkdir(parents=True, exist_ok=True)
+            (d / RESULT).write_text(json.dumps({k: v for k, v in r.items() if not k.startswith("_")}))
+
+
+@pytest.mark.fast
+def test_compare_gives_a_quality_verdict_per_run_paired_by_seed_or_unpaired(tmp_path):
+    from frameval.report.folders import compare_folders
+    a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
+    _write_folder(a, {"torch": 0.950, "tensorflow": 0.950})
+    _write_folder(b, {"torch": 0.960, "tensorflow": 0.9505}, shift=1)  # torch a point better, tensorflow the same
+    got = compare_folders(str(a), str(b))
+    q = {x["run"]: x for x in got["data"]["quality"]}
+    assert q["torch/lenet-graph"]["verdict"] == "better" and q["torch/lenet-graph"]["lo"] > 0
+    assert q["tensorflow/lenet-graph"]["verdict"] == "same" and q["torch/lenet-graph"]["paired"]
+    assert "## Quality over seeds" in got["markdown"] and "within seed noise" in got["markdown"]
+    assert "paired by seed" in got["markdown"]
+    _write_folder(c, {"torch": 0.940, "tensorflow": 0.950}, seeds=range(5, 10), shift=1)
+    q = {x["run"]: x for x in compare_folders(str(a), str(c))["data"]["quality"]}
+    assert q["torch/lenet-graph"]["verdict"] == "worse" and not q["torch/lenet-graph"]["paired"]

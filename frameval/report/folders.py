@@ -9,8 +9,12 @@ import json
 from pathlib import Path
 
 from ..files import RUNS
-from ..results import load_runs
+from ..results import load_runs, run_base
+from .. import stats
+from ..catalog import WORKLOAD_BY_KEY
 from ..stats import P_THRESHOLD
+from .analysis import analyse
+from .cells import cell, header
 from .comparison import comparison_table, notes
 from .i18n import Strings
 from .model import make_rows
@@ -23,7 +27,7 @@ def _rows(folder, S) -> dict:
     out = {}
     for w in make_rows(runs, S):
         try:
-            rel = Path(str(w.result.dir)).relative_to(Path(folder) / RUNS).as_posix()
+            rel = Path(run_base(w.result.dir)).relative_to(Path(folder) / RUNS).as_posix()  # its seeds' folder
         except ValueError:
             rel = w.id
         out[rel] = w
@@ -46,6 +50,10 @@ def compare_folders(a, b, threshold=0.10, lang="en") -> dict:
              pct=f"{threshold * 100:g}%").split("\n"), ""]
     md += markdown_table(table) if lines else [S("compare_none")]
     md += [""] + [f"> ⚠️ {n}\n" for n in notes(table["lines"], S, threshold)]
+    quality = quality_lines(ra, rb, both, S)
+    if quality:
+        md += ["", f"## {S('compare_quality_title')}", "", S("compare_quality_intro", n=stats.MIN_SEEDS), ""]
+        md += markdown_table(quality_table(quality, S)) + [""]
     for side, folder in (("A", a), ("B", b)):
         if only[side]:
             md.append("- " + S("compare_only", side=side, folder=folder, items=", ".join(only[side])))
@@ -53,7 +61,8 @@ def compare_folders(a, b, threshold=0.10, lang="en") -> dict:
             "mem_ratio", "quality_ratio", "verdict", "check")
     data = {"a": str(a), "b": str(b), "threshold": threshold, "p_threshold": P_THRESHOLD,
             "pairs": [dict({k: c.get(k) for k in keep}, run=ln["run"]) for c, ln in zip(table["lines"], lines)],
-            "only_in_a": only["A"], "only_in_b": only["B"]}
+            "only_in_a": only["A"], "only_in_b": only["B"],
+            "quality": [{k: v for k, v in q.items() if k != "show"} for q in quality]}
     return {"markdown": "\n".join(md) + "\n", "data": json.loads(json.dumps(data, default=str))}
 
 
@@ -63,3 +72,50 @@ def markdown_table(t) -> list:
            "|" + "|".join("---:" if h["num"] else "---" for h in t["headers"]) + "|"]
     out += ["| " + " | ".join(esc(c["t"]) for c in row) + " |" for row in t["rows"]]
     return out
+
+
+# ------------------------------------------------------------------ quality over seeds
+def quality_lines(ra, rb, both, S) -> list:
+    """Per run in both folders whose workload has a score: B's quality minus
+    A's over their seeds (stats.seed_difference: paired by seed where both ran
+    the same seeds, else unpaired) and the verdict, "better", "worse", "same"
+    (within seed noise) or "too_few" (under stats.MIN_SEEDS seeds a side)."""
+    an_a, an_b = analyse(list(ra.values())), analyse(list(rb.values()))
+    out = []
+    for k in both:
+        wl = WORKLOAD_BY_KEY.get(ra[k].workload)
+        if wl is None or wl.quality.higher_is_better is None:
+            continue
+        qa, qb = an_a.quality(ra[k]), an_b.quality(rb[k])
+        d = stats.seed_difference(qa.by_seed, qb.by_seed)
+        better = "higher" if wl.quality.higher_is_better else "lower"
+        verdict = {"higher": "better" if better == "higher" else "worse",
+                   "lower": "better" if better == "lower" else "worse"}.get(d["verdict"], d["verdict"])
+        out.append({"run": k, "framework": framework_name(ra[k].fw), "workload": ra[k].workload, "metric": wl.quality.key,
+                    "a": {"mean": qa.mean, "lo": qa.lo, "hi": qa.hi, "n": qa.n},
+                    "b": {"mean": qb.mean, "lo": qb.lo, "hi": qb.hi, "n": qb.n},
+                    "diff": d["diff"], "lo": d["lo"], "hi": d["hi"], "paired": d["paired"], "verdict": verdict})
+    return out
+
+
+def _mean_text(side, show) -> str:
+    if side["mean"] is None:
+        return "n/a"
+    iv = f" ({show(side['lo'])}–{show(side['hi'])})" if side["lo"] is not None else ""
+    return f"{show(side['mean'])}{iv}, n={side['n']}"
+
+
+def quality_table(lines, S) -> dict:
+    from .tables import QUALITY_DIFF, QUALITY_FORMAT
+    heads = [header(h) for h in (S("col_run"), S("col_cmp_metric"), "A", "B", S("col_cmp_quality_diff"),
+                                 S("col_verdict"), S("col_cmp_pairing"))]
+    rows = []
+    for q in lines:
+        show, diff = QUALITY_FORMAT.get(q["metric"], str), QUALITY_DIFF.get(q["metric"], str)
+        d = "n/a" if q["diff"] is None else (f"{'+' if q['diff'] >= 0 else '−'}{diff(abs(q['diff']))}" + (
+            f" ({diff(q['lo']) if q['lo'] >= 0 else '−' + diff(-q['lo'])} – "
+            f"{diff(q['hi']) if q['hi'] >= 0 else '−' + diff(-q['hi'])})" if q["lo"] is not None else ""))
+        rows.append([cell(q["run"]), cell(q["metric"]), cell(_mean_text(q["a"], show)), cell(_mean_text(q["b"], show)),
+                     cell(d, q["diff"]), cell(S("cmp_quality_" + q["verdict"])),
+                     cell(S("quality_paired") if q["paired"] else S("quality_unpaired") if q["lo"] is not None else "—")])
+    return {"id": "table-compare-quality", "headers": heads, "rows": rows}
