@@ -67,23 +67,26 @@ def code_changes(record: dict) -> dict:
     return out
 
 
-def warning(changes: dict) -> str:
-    """The warning line where this clone is not the report's commit ("" where it is)."""
+def note(key: str, **kw) -> dict:
+    """A line `reproduce` says, as its words' key (templates/strings, "rep_n_*") and values: said in
+    the comparison's language (frameval/report/reproduction.py's `said`)."""
+    return dict(kw, key=key)
+
+
+def warning(changes: dict) -> dict | None:
+    """The warning where this clone is not the report's commit (None where it is)."""
     commit, head = changes["commit"][:12], changes["head"][:12]
-    dirty = (" (the report's own clone had uncommitted changes too, which no record holds)"
-             if changes.get("report_dirty") else "")
-    if not changes["known"]:
-        return (f"warning: this clone ({head}) does not have the report's commit {commit}: the code that "
-                f"reruns it may differ in any file{dirty}")
-    if changes["same"]:
-        return f"warning: the report was made from a clone with uncommitted changes at {commit}" if dirty else ""
+    dirty = bool(changes.get("report_dirty"))
     files_ = changes["files"]
-    named = ", ".join(files_[:20]) + (f" and {len(files_) - 20} more" if len(files_) > 20 else "")
-    where = " and ".join(f + "/" for f in CODE)
+    named = ", ".join(files_[:20]) + (f" (+{len(files_) - 20})" if len(files_) > 20 else "")
+    if not changes["known"]:
+        return note("rep_n_unknown_commit", head=head, commit=commit, dirty=dirty)
+    if changes["same"]:
+        return note("rep_n_report_dirty", commit=commit, dirty=False) if dirty else None
     if commit == head:
-        return f"warning: this clone has uncommitted changes since the report's commit {commit} in {where}: {named}{dirty}"
-    return (f"warning: this clone is {head}, the report was made at {commit}; "
-            + (f"files changed in {where}: {named}" if files_ else f"no file under {where} differs") + dirty)
+        return note("rep_n_uncommitted", commit=commit, files=named, dirty=dirty)
+    return note("rep_n_other_commit" if files_ else "rep_n_other_commit_same_code", head=head, commit=commit,
+                files=named, dirty=dirty)
 
 
 def _strip(argv) -> list:
@@ -122,10 +125,11 @@ def plan_differences(record: dict, runs) -> list:
         return {k: v for k, v in p.items() if k != "out_dir"}
     old = {key(r): params(r.get("params") or {}) for r in record["plan"]["runs"]}
     new = {key(r): params(r.params) for r in runs}
-    said = [f"{n} (repeat {k}) is not planned here" for n, k in old if (n, k) not in new]
-    said += [f"{n} (repeat {k}) is planned here only" for n, k in new if (n, k) not in old]
-    for k in old.keys() & new.keys():
+    said = [note("rep_n_plan_missing", run=n, repeat=k) for n, k in old if (n, k) not in new]
+    said += [note("rep_n_plan_added", run=n, repeat=k) for n, k in new if (n, k) not in old]
+    for k in sorted(old.keys() & new.keys()):
         diff = sorted(p for p in set(old[k]) | set(new[k]) if old[k].get(p) != new[k].get(p))
         if diff:
-            said.append(f"{k[0]}: " + ", ".join(f"{p} {old[k].get(p)!r} → {new[k].get(p)!r}" for p in diff))
-    return sorted(said)
+            said.append(note("rep_n_plan_params", run=k[0], repeat=k[1],
+                             what=", ".join(f"{p} {old[k].get(p)!r} → {new[k].get(p)!r}" for p in diff)))
+    return said

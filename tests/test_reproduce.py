@@ -19,7 +19,7 @@ import pytest
 from conftest import REPO, run_all
 from frameval import reproduce
 from frameval.envs import framework_spec, lockfile, recorded
-from frameval.report import determinism, fmt
+from frameval.report import determinism, fmt, reproduction
 from frameval.report.i18n import Strings
 from frameval.report.model import make_rows
 from frameval.report.tables import workload_table
@@ -197,6 +197,20 @@ def test_environments_rebuild_as_the_record_says(tmp_path):
     assert plan.pythons == {"mxnet": sys.executable}
     assert plan.venvs == [("jax", "3.11", rec["environments"]["jax"]["freeze"])]
     assert recorded.freeze_lines(rec["environments"]["jax"]["freeze"]) == ["jax==0.4.1"]
-    said = "\n".join(plan.notes)
+    said = "\n".join(reproduction.said(n, Strings("en")) for n in plan.notes)
+    assert all(reproduction.said(n, Strings("zh")) != reproduction.said(n, Strings("en")) for n in plan.notes)
     assert f"envs/megengine.lock.txt as it was at {old[:12]}" in said and "no longer exists" in said
     assert "envs/torch.lock.txt, the report's lock" in said
+
+
+def test_a_gone_interpreter_becomes_a_venv_from_its_freeze(tmp_path):
+    """The record's freeze installed into a new venv (the index's packages; an editable line left out)."""
+    from importlib.metadata import version
+    v = version("packaging")
+    freeze = f"packaging=={v}\n-e /src/mine\n"
+    py = recorded.build_venv("mxnet", "%d.%d" % sys.version_info[:2], freeze, tmp_path / "venv-mxnet",
+                             echo=lambda m: None)
+    p = subprocess.run([str(py), "-c", "import packaging, ipykernel; print(packaging.__version__)"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and p.stdout.strip() == v, p.stderr[-2000:]
+    assert py.parent.parent == tmp_path / "venv-mxnet"

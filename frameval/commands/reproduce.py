@@ -85,10 +85,11 @@ def planned_runs(argv) -> list:
                      **opts).runs
 
 
-def rerun(record, out: Path, args, notes: list) -> int:
+def rerun(record, out: Path, args, notes: list, S) -> int:
     """Environments from the record, then the run command on the same plan into `out`; its exit status."""
     from ..envs import recorded
     from ..paths import REPO
+    from ..report.reproduction import said
     from ..reproduce import plan_differences, run_argv
     rebuild = recorded.plan_rebuild(record, out / ".reproduce")
     for fw, version, freeze in rebuild.venvs:
@@ -98,12 +99,12 @@ def rerun(record, out: Path, args, notes: list) -> int:
     notes += rebuild.notes
     argv = run_argv(record, out, rebuild.pythons, args.offline)
     try:
-        notes += [f"the plan differs here: {d}" for d in plan_differences(record, planned_runs(argv))]
+        notes += plan_differences(record, planned_runs(argv))
     except (BadInput, SystemExit) as e:
         print(f"frameval: reproduce: the report's command does not plan here: {e}", file=sys.stderr)
         return 2
-    for n in notes:
-        print(f"frameval: reproduce: {n}", flush=True)
+    for n in notes[1:] if notes and notes[0].get("warning") else notes:  # the warning is said already
+        print(f"frameval: reproduce: {said(n, S)}", flush=True)
     env = dict(os.environ)
     if rebuild.spec_dir:
         env["FRAMEVAL_ENV_SPECS"] = str(rebuild.spec_dir)
@@ -120,13 +121,16 @@ def main(argv) -> int:
     record, out = validate(args)
     from ..bootstrap import ensure_runner
     ensure_runner(["reproduce", *argv], backend=args.env_backend)
+    from ..report.i18n import Strings
+    from ..report.reproduction import said
     from ..reproduce import code_changes, warning
-    said = warning(code_changes(record))
-    notes = [said] if said else []
-    if said:
-        print(f"frameval: {said}", file=sys.stderr, flush=True)
+    S = Strings(args.lang)
+    warned = warning(code_changes(record))
+    notes = [dict(warned, warning=True)] if warned else []
+    if warned:
+        print(f"frameval: {said(warned, S)}", file=sys.stderr, flush=True)
     if not args.compare_only:
-        code = rerun(record, out, args, notes)
+        code = rerun(record, out, args, notes, S)
         if code == 2 or not (out / "runs").is_dir():
             print(f"frameval: error: the reproduction did not run (exit {code}); nothing to compare",
                   file=sys.stderr)

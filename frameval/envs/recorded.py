@@ -34,8 +34,13 @@ from .spec import ENVS_SPEC_DIR, framework_spec, split_key
 class Rebuild:
     spec_dir: Path | None = None                   # FRAMEVAL_ENV_SPECS for the rerun, where needed
     pythons: dict = field(default_factory=dict)    # {fw: interpreter} passed as --python FW=PATH
-    notes: list = field(default_factory=list)      # one line per environment: how it is rebuilt
+    notes: list = field(default_factory=list)      # one note per environment: how it is rebuilt (reproduce.note)
     venvs: list = field(default_factory=list)      # [(fw, python version, freeze)] still to build
+
+
+def note(key: str, **kw) -> dict:
+    """A line said about an environment: its words' key (templates/strings, "rep_n_env_*") and values."""
+    return dict(kw, key=key)
 
 
 def _git_show(commit: str, path: str) -> str | None:
@@ -82,12 +87,12 @@ def _user(fw: str, env: dict, plan: Rebuild) -> None:
     exe = env.get("python_executable") or ""
     if exe and Path(exe).exists() and os.access(exe, os.X_OK):
         plan.pythons[fw] = exe
-        plan.notes.append(f"{fw}: your interpreter {exe} again (--python), as the report ran it")
+        plan.notes.append(note("rep_n_env_user", fw=fw, python=exe))
         return
     version = env.get("python_version") or env.get("python") or ""
     plan.venvs.append((fw, ".".join(str(version).split(".")[:2]), env.get("freeze", "")))
-    plan.notes.append(f"{fw}: your interpreter {exe or '?'} no longer exists: a venv built from its recorded "
-                      f"freeze ({len(freeze_lines(env.get('freeze', '')))} pins, Python {version or '?'}) instead")
+    plan.notes.append(note("rep_n_env_venv", fw=fw, python=exe or "?", n=len(freeze_lines(env.get("freeze", ""))),
+                           version=version or "?"))
 
 
 def plan_rebuild(record: dict, workdir: Path) -> Rebuild:
@@ -103,24 +108,24 @@ def plan_rebuild(record: dict, workdir: Path) -> Rebuild:
             _user(fw, env, plan)
             continue
         if split_key(fw)[1]:
-            plan.notes.append(f"{fw}: a pinned version, built from its pinned spec as the report's was (unlocked)")
+            plan.notes.append(note("rep_n_env_pinned", fw=fw))
             continue
         if lock.get("state") == "locked":
             here = lockfile.lock_digest(framework_spec(fw, device))
             if here and here == lock.get("sha256"):
-                plan.notes.append(f"{fw}: {lock.get('file')}, the report's lock (sha256 {here[:12]}), hash-checked")
+                plan.notes.append(note("rep_n_env_lock", fw=fw, file=lock.get("file"), sha=here[:12]))
                 continue
             folder.mkdir(parents=True, exist_ok=True)
             if _from_commit(commit, env, folder):
                 written[fw] = "commit"
-                plan.notes.append(f"{fw}: {lock.get('file')} as it was at {commit[:12]} (this clone's differs; "
-                                  f"sha256 {lock['sha256'][:12]} checked), hash-checked")
+                plan.notes.append(note("rep_n_env_commit_lock", fw=fw, file=lock.get("file"), commit=commit[:12],
+                                       sha=lock["sha256"][:12]))
                 continue
         folder.mkdir(parents=True, exist_ok=True)
         (folder / (_spec_name(env) or f"{fw}.yml")).write_text(freeze_spec(fw, env))
         written[fw] = "freeze"
-        plan.notes.append(f"{fw}: built from the report's freeze, every package at its exact version; no hash "
-                          f"to check ({lock.get('why') or 'its lock is in neither this clone nor its commit'})")
+        why = lock.get("why")  # the record's own words on why it was unlocked
+        plan.notes.append(note("rep_n_env_freeze", fw=fw, why=why) if why else note("rep_n_env_freeze_lost", fw=fw))
     if written:
         _fill(folder, written)
         plan.spec_dir = folder

@@ -103,6 +103,13 @@ def _check_word(ok, S) -> str:
     return fmt.NA if ok is None else S("rep_check_pass" if ok else "rep_check_fail")
 
 
+def said(n, S) -> str:
+    """A note of frameval/reproduce.py or envs/recorded.py ({"key", values}) in S's language."""
+    if not isinstance(n, dict):
+        return str(n)
+    return S(n["key"], **n) + (S("rep_n_dirty_too") if n.get("dirty") else "")
+
+
 def verdict_line(lines, S) -> str:
     n, good = len(lines), sum(1 for ln in lines if ln["agree"])
     head = S("rep_verdict", k=good, n=n)
@@ -122,7 +129,7 @@ def compare_reproduction(orig, repro, threshold=0.10, lang="en", notes=()) -> di
     lines = [judge(k, ra.get(k), rb.get(k), cpu_same, threshold, S) for k in keys]
     verdict = verdict_line(lines, S)
     md = [f"# {S('rep_title')}", "", S("rep_intro", a=str(Path(orig).resolve()), b=str(Path(repro).resolve())), ""]
-    md += [f"- {n}" for n in notes] + ([""] if notes else [])
+    md += [f"- {said(n, S)}" for n in notes] + ([""] if notes else [])
     if not cpu_same:
         md += [S("rep_other_machine"), ""]
     heads = [S(k) for k in ("rep_col_run", "rep_col_status", "rep_col_check", "rep_col_quality",
@@ -133,5 +140,5 @@ def compare_reproduction(orig, repro, threshold=0.10, lang="en", notes=()) -> di
     md += ["", S("rep_det_note"), "", f"**{verdict}**", ""]
     data = {"original": str(orig), "reproduction": str(repro), "same_cpu": cpu_same, "threshold": threshold,
             "agree": sum(1 for ln in lines if ln["agree"]), "runs": len(lines), "verdict": verdict,
-            "notes": list(notes), "lines": [{k: v for k, v in ln.items() if k != "cells"} for ln in lines]}
+            "notes": [said(n, S) for n in notes], "lines": [{k: v for k, v in ln.items() if k != "cells"} for ln in lines]}
     return {"markdown": "\n".join(md), "data": json.loads(json.dumps(data, default=str)), "verdict": verdict}
