@@ -181,7 +181,9 @@ def test_environments_rebuild_as_the_record_says(tmp_path):
                               capture_output=True, text=True, check=True).stdout
     digest = hashlib.sha256(lockfile.body_of(old_lock).encode()).hexdigest()
     here = lockfile.lock_digest(framework_spec("torch"))
+    runner = lockfile.lock_digest(parse_spec(REPO / "environment.yml"))
     rec = {"frameval": {"commit": old}, "plan": {"device": "cpu"}, "environments": {
+        "runner": {"spec": "environment.yml", "lock": {"state": "locked", "sha256": runner}},
         "megengine": {"spec": "envs/megengine.yml", "python": "3.10", "freeze": "megengine==1.13.0\n",
                       "lock": {"state": "locked", "file": "envs/megengine.lock.txt", "sha256": digest}},
         "torch": {"spec": "envs/torch.yml", "lock": {"state": "locked", "file": "envs/torch.lock.txt", "sha256": here}},
@@ -201,6 +203,7 @@ def test_environments_rebuild_as_the_record_says(tmp_path):
     assert all(reproduction.said(n, Strings("zh")) != reproduction.said(n, Strings("en")) for n in plan.notes)
     assert f"envs/megengine.lock.txt as it was at {old[:12]}" in said and "no longer exists" in said
     assert "envs/torch.lock.txt, the report's lock" in said
+    assert "runner (draws the report, runs no notebook): this clone's, from the report's lock" in said
 
 
 def test_a_gone_interpreter_becomes_a_venv_from_its_freeze(tmp_path):

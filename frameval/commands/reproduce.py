@@ -134,7 +134,7 @@ def main(argv) -> int:
         if code == 2 or not (out / "runs").is_dir():
             print(f"frameval: error: the reproduction did not run (exit {code}); nothing to compare",
                   file=sys.stderr)
-            return 1
+            return 2 if code == 2 else 1
     from ..files import atomic_write, atomic_write_json
     from ..report.reproduction import compare_reproduction
     result = compare_reproduction(args.report, out, args.threshold, args.lang, notes)

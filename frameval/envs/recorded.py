@@ -95,6 +95,15 @@ def _user(fw: str, env: dict, plan: Rebuild) -> None:
                            version=version or "?"))
 
 
+def _runner(env: dict, plan: Rebuild) -> None:
+    """The runner draws the report and runs no notebook: this clone's is used, and said where its lock differs."""
+    from ..bootstrap import RUNNER_SPEC
+    from .specfile import parse_spec
+    here = lockfile.lock_digest(parse_spec(RUNNER_SPEC))
+    same = bool(here) and here == (env.get("lock") or {}).get("sha256")
+    plan.notes.append(note("rep_n_env_runner_same" if same else "rep_n_env_runner_differs"))
+
+
 def plan_rebuild(record: dict, workdir: Path) -> Rebuild:
     """How each recorded environment is rebuilt (the module doc); nothing is built here."""
     plan, folder, device = Rebuild(), Path(workdir) / "envs", (record.get("plan") or {}).get("device", "cpu")
@@ -102,6 +111,7 @@ def plan_rebuild(record: dict, workdir: Path) -> Rebuild:
     written = {}
     for fw, env in sorted((record.get("environments") or {}).items()):
         if fw == "runner":
+            _runner(env, plan)
             continue
         lock = env.get("lock") or {}
         if env.get("provided_by_user") or lock.get("state") == "user":
