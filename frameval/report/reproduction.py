@@ -128,7 +128,8 @@ def compare_reproduction(orig, repro, threshold=0.10, lang="en", notes=()) -> di
     keys = list(ra) + [k for k in rb if k not in ra]
     lines = [judge(k, ra.get(k), rb.get(k), cpu_same, threshold, S) for k in keys]
     verdict = verdict_line(lines, S)
-    md = [f"# {S('rep_title')}", "", S("rep_intro", a=str(Path(orig).resolve()), b=str(Path(repro).resolve())), ""]
+    intro = S("rep_intro", a=str(Path(orig).resolve()), b=str(Path(repro).resolve()))
+    md = [f"# {S('rep_title')}", "", intro.replace("\n", "  \n"), ""]  # one line each
     md += [f"- {said(n, S)}" for n in notes] + ([""] if notes else [])
     if not cpu_same:
         md += [S("rep_other_machine"), ""]
