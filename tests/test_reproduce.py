@@ -124,6 +124,15 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path):
         assert p.returncode == 2 and p.stderr.count("\n") == 1 and said in p.stderr, p.stderr
         assert p.stderr.startswith("frameval: error: reproduce ")
     assert not (tmp_path / "missing-reproduction").exists()
+    good = tmp_path / "good"
+    good.mkdir()
+    (good / "provenance.json").write_text(json.dumps({"plan": {"runs": [{"name": "torch/lenet-graph"}]},
+                                                      "command": {"argv": ["--frameworks", "torch"]}}))
+    for args, said in ((["--offline", str(tmp_path / "no-bundle")], "--offline"),
+                       (["--compare-only", "--out", str(tmp_path / "none")], "holds no reproduction"),
+                       (["--out", str(good)], "the report's own folder")):
+        p = run_all("reproduce", str(good), *args, timeout=60)
+        assert p.returncode == 2 and p.stderr.count("\n") == 1 and said in p.stderr, p.stderr
 
 
 @pytest.mark.fast
@@ -133,6 +142,20 @@ def test_the_run_command_again_sets_its_own_folder_and_interpreters():
     argv = reproduce.run_argv(rec, "/new", {"torch": "/y/python"}, "/bundle")
     assert argv == ["--frameworks", "torch", "-p", "epochs=2", "--out", "/new", "--force", "all",
                     "--python", "torch=/y/python", "--offline", "/bundle"]
+
+
+@pytest.mark.fast
+def test_a_plan_this_clone_makes_otherwise_is_named():
+    from frameval.commands.reproduce import planned_runs
+    argv = ["--frameworks", "torch", "--workloads", "lenet", "-p", "epochs=2"]
+    runs = planned_runs(argv)
+    rec = {"plan": {"runs": [{"name": r.name, "repeat": r.repeat, "params": dict(r.params)} for r in runs]}}
+    assert reproduce.plan_differences(rec, runs) == []
+    rec["plan"]["runs"][0]["params"]["epochs"] = 5  # the report's profile gave 5 where this clone gives 2
+    rec["plan"]["runs"].append({"name": "torch/lenet-eager", "repeat": 1, "params": {}})
+    said = [reproduction.said(n, Strings("en")) for n in reproduce.plan_differences(rec, runs)]
+    assert said == ["the plan differs here: torch/lenet-eager (repeat 1) is not planned from the report's command "
+                    "by this clone", "the plan differs here: torch/lenet-graph (repeat 1): epochs 5 → 2"]
 
 
 def _result(losses, seed=0, acc=0.5, run_dir="/x/runs/torch/lenet-graph", cpu="AMD EPYC"):
