@@ -104,7 +104,7 @@ def _check_word(ok, S) -> str:
 
 
 def said(n, S) -> str:
-    """A note of frameval/reproduce.py or envs/recorded.py ({"key", values}) in S's language."""
+    """A note of frameval/reproduce.py or frameval/envs/recorded.py ({"key", values}) in S's language."""
     if not isinstance(n, dict):
         return str(n)
     return S(n["key"], **n) + (S("rep_n_dirty_too") if n.get("dirty") else "")
