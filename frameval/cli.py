@@ -9,6 +9,7 @@ validation; without a command name, the default `run` command runs.
     python3 run_all.py defects [--frameworks ...]
     python3 run_all.py compare A B
     python3 run_all.py lock [NAME ...]
+    python3 run_all.py reproduce REPORT_DIR [--out DIR] [--offline BUNDLE]
 
 Standard library only: it runs before the runner environment exists.
 """

@@ -76,7 +76,7 @@ def environment(fw_key: str, env) -> dict:
         spec_path = str(env.spec.path)
     return {"spec": spec_path, "spec_key": env.spec.key, "python": env.spec.python, "backend": env.backend,
             "installer": info.get("installer", ""), "provided_by_user": env.provided_by_user,
-            "python_executable": str(env.python), "lock": lock,
+            "python_executable": str(env.python), "python_version": info.get("python_version"), "lock": lock,
             "framework_version": framework_version(fw_key.partition("@")[0], freeze),
             "freeze_sha256": hashlib.sha256(freeze.encode()).hexdigest(), "freeze": freeze}
 

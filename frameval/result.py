@@ -141,6 +141,7 @@ class Result:
     memory: dict = _field(as_dict)              # the levels: after_import_mb ... training_peak_mb, method
     # the numerical check, the pictures
     check: dict | None = _field(_dict_or_none)
+    determinism: dict = _field(as_dict)         # {switch: value as the run had it} (frameval/nb/determinism.py)
     grids: list = _field(as_list)               # the DCGAN's grid images, relative to `dir`
     series: dict = _field(as_dict)              # the LSTM's {"val_true", "val_pred"}
     # where it was found (results.load_runs), not in the file

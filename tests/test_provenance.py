@@ -93,4 +93,5 @@ def test_the_reproduce_section_shows_the_record(tmp_path, lang):
     assert "envs/torch.lock.txt" in view["envs"][0]["lock"] and view["envs"][0]["version"] == "2.13.0+cpu"
     assert view["data"][0]["sha"] == rec["data"]["mnist-embedded"]["sha256"][:12]
     assert cpu.model() in view["machine"]
+    assert view["reproduce"] == f"python3 run_all.py reproduce {tmp_path}"  # the command that exists now
     assert provenance_view([str(tmp_path / "none")], Strings(lang)) is None

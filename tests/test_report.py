@@ -32,6 +32,7 @@ from frameval.report.i18n import Strings  # noqa: E402
 
 FIX = REPO / "tests" / "fixtures" / "report"
 SOURCES = [FIX / "cpu", FIX / "gpu"]
+TORCH_LENET = FIX / "cpu" / "runs" / "torch" / "lenet-graph"
 TITLE = "Bench <script>alert('title')</script> & co"
 XSS = '<script>alert("pwned")</script>'
 NOTES = "# Notes\n\nThe author's **own** words. <script>alert('notes')</script>\n\n![remote](http://example.com/x.png)\n"
@@ -325,6 +326,12 @@ def test_repeats_reused_and_machines(built):
     assert {r[col(lenet, S("col_host"))]["text"] for r in lenet["rows"]} == {"alpha", "gpubox"}
     machines = t["table-machines"]
     assert {r[0]["text"] for r in machines["rows"]} == {"alpha", "gpubox"}
+    # repeats exist, so the "Same seed twice" column does: torch's two LeNet runs have equal losses, epoch by epoch
+    runs = [json.loads((d / "result.json").read_text()) for d in (TORCH_LENET, TORCH_LENET / "r2")]
+    assert [e["train_loss"] for e in runs[0]["epochs"]] == [e["train_loss"] for e in runs[1]["epochs"]]
+    torch = [r for r in lenet["rows"] if r[0]["text"] == "PyTorch" and r[2]["text"] == "graph"][0]
+    assert torch[col(lenet, S("col_determinism"))]["text"] == S("det_identical", n=1)
+    assert all(r[col(lenet, S("col_determinism"))]["text"] == "n/a" for r in lenet["rows"] if r is not torch)
 
 
 def test_media_code_size_and_charts(built):

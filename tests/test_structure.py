@@ -15,7 +15,7 @@ pytestmark = pytest.mark.fast
 
 def test_every_registered_command_has_a_main():
     import importlib
-    assert set(commands.names()) == {"run", "test", "lab", "bench", "defects", "bundle", "compare", "lock"}
+    assert set(commands.names()) == {"run", "test", "lab", "bench", "defects", "bundle", "compare", "lock", "reproduce"}
     for name in commands.names():
         assert callable(importlib.import_module(commands.get(name).module).main), name
 

@@ -5,7 +5,7 @@ runs, so the registry is standard library only, and so is every command's
 validation (bad input exits 2 before the runner environment exists).
 
     run_all.py [run] [options]      the default: plan -> environments -> runs -> report
-    run_all.py test | lab | bench | defects | bundle | compare | lock ...
+    run_all.py test | lab | bench | defects | bundle | compare | lock | reproduce ...
 """
 from __future__ import annotations
 
@@ -54,3 +54,4 @@ register("defects", "frameval.commands.defects", "each framework defect's reprod
 register("bundle", "frameval.commands.bundle", "wheels and data for machines with no network (docs/offline.md)")
 register("lock", "frameval.commands.lock", "resolve environment specs into their lock files (hashes; docs/reproduce.md)")
 register("compare", "frameval.commands.compare", "faster, slower or no significant change between two output folders")
+register("reproduce", "frameval.commands.reproduce", "a report made again from its own record, run by run: agrees or differs")

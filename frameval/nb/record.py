@@ -25,7 +25,7 @@ from .. import speed
 from .. import files
 from ..schema import SCHEMA_VERSION as SCHEMA  # noqa: F401 - the recorder's version, named here for readers
 from ..schema import Plan, new_result
-from . import measure
+from . import determinism, measure
 from .paths import hand_run_framework, hand_runs_dir
 
 RESULT, PARTIAL = files.RESULT, files.PARTIAL
@@ -478,6 +478,8 @@ class Recorder:
     def write(self, status: str = "ok") -> Path:
         """Finish: summary figures, status, and result.json (atomically)."""
         self._summarise()
+        # the switches as this run had them (never turned on: docs/reproduce.md, "Determinism")
+        self.result["determinism"] = determinism.switches(self.framework)
         losses = [v for e in self.epochs for k, v in e.items() if "loss" in k or "mse" in k]
         bad = [v for v in losses if not isinstance(v, float)]
         self.result["status"] = status

@@ -226,7 +226,8 @@ def provenance_view(sources, S) -> dict | None:
     seeds = sorted({str(r.get("seed")) for r in runs if isinstance(r, dict) and r.get("seed") is not None})
     plan = as_dict(p.get("plan"))
     return {"commit": commit, "state": state, "command": str(as_dict(p.get("command")).get("line") or fmt.NA),
-            "checkout": f"git checkout {commit}", "envs": envs, "data": data, "file": str(folder / "provenance.json"),
+            "checkout": f"git checkout {commit}", "envs": envs,
+            "reproduce": f"python3 run_all.py reproduce {shlex.quote(str(folder))}", "data": data, "file": str(folder / "provenance.json"),
             "machine": S("prov_machine", cpu=c.get("model") or fmt.NA, cores=c.get("cores") or fmt.NA,
                          isa=" ".join(c.get("isa") or []) or fmt.NA, caps=caps, gpu=gpus or S("none")),
             "plan": S("prov_plan", n=len(runs), repeats=plan.get("repeats") or 1, seeds=", ".join(seeds) or fmt.NA,

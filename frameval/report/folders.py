@@ -21,7 +21,7 @@ from .model import make_rows
 from .spec import framework_name
 
 
-def _rows(folder, S) -> dict:
+def rows_by_run(folder, S) -> dict:
     """{run folder relative to runs/: row} of one output folder, repeats folded in."""
     runs = load_runs(folder, repeats=True)
     out = {}
@@ -37,7 +37,7 @@ def _rows(folder, S) -> dict:
 def compare_folders(a, b, threshold=0.10, lang="en") -> dict:
     """{"markdown": the verdict table and notes, "data": the same as numbers}."""
     S = Strings(lang)
-    ra, rb = _rows(a, S), _rows(b, S)
+    ra, rb = rows_by_run(a, S), rows_by_run(b, S)
     both = [k for k in ra if k in rb]
     lines = [{"framework": framework_name(ra[k].fw), "fw": ra[k].fw, "workload": ra[k].workload,
               "mode": ra[k].mode, "device": ra[k].device, "a": ra[k].version or "?",

@@ -9,7 +9,7 @@ from pathlib import Path
 from .. import speed
 from ..catalog import WORKLOAD_BY_KEY
 from ..result import Result
-from . import fmt, labels
+from . import determinism, fmt, labels
 from .cells import cell, header
 from .check import check_summary
 from .defects import mark_substitute
@@ -54,7 +54,7 @@ def quality_columns(workload, S):
 
 def _columns(rows, multi_host):
     return {"variant": any(w.variant for w in rows), "device": len({w.device for w in rows}) > 1,
-            "host": multi_host}
+            "host": multi_host, "repeats": any(w.extra for w in rows)}
 
 
 def _heads(S, opt, qcols):
@@ -74,6 +74,8 @@ def _heads(S, opt, qcols):
               header(S("col_peak_device"), True, S("tip_peak_device")),
               header(S("col_graph_scope"), False, S("tip_graph_scope")), header(S("col_params"), True)]
     heads += [header(q[0], True) for q in qcols]
+    if opt["repeats"]:  # the same seed twice: only where repeats exist (determinism.py)
+        heads.append(header(S("col_determinism"), True, S("tip_determinism")))
     return heads + [header(S("col_code_lines"), True, S("tip_code_lines"))]
 
 
@@ -130,6 +132,8 @@ def _line(w, c):
         v = get(r)
         cls = "na" if v is None else ("best" if w.ok and qb is not None and fmt.num(v) == qb else "")
         cells.append(cell(f(v), fmt.num(v), cls))
+    if c["opt"]["repeats"]:
+        cells.append(determinism.column_cell(w, S))
     n = c["code"].get((w.fw, c["workload"]))
     cells.append(cell(fmt.integer(n) if n is not None else fmt.NA, n, "na" if n is None else ""))
     return cells
