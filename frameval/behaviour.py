@@ -34,14 +34,14 @@ def reference() -> dict:
     return {"numpy": np.__version__, "cases": run_cases(Numpy())}
 
 
-def measure(env_by_fw: dict, say=print) -> dict:
+def measure(env_by_fw: dict, say=print, use_cache: bool = True) -> dict:
     """The reference and every built environment's outcomes (its error a one-line "error")."""
     t0, load = time.perf_counter(), _load()
     out = {"reference": reference(), "frameworks": {}}
     for key, env in sorted(env_by_fw.items()):
         if not hasattr(env, "python"):  # did not build: its runs are recorded failed
             continue
-        got = envscripts.run(env, MODULE, [key.split("==")[0]], also=SOURCES, timeout=600)
+        got = envscripts.run(env, MODULE, [key.split("==")[0]], also=SOURCES, timeout=600, use_cache=use_cache)
         out["frameworks"][key] = got
     out.update(load_before=load, load_after=_load(), seconds=round(time.perf_counter() - t0, 2),
                measured=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
@@ -53,8 +53,9 @@ def measure(env_by_fw: dict, say=print) -> dict:
     return out
 
 
-def record(out_dir, say=print, env_by_fw: dict | None = None) -> dict:
-    m = measure(env_by_fw or {}, say)
+def record(out_dir, say=print, env_by_fw: dict | None = None, use_cache: bool = True) -> dict:
+    """Measure and write `<out_dir>/behaviour.json`."""
+    m = measure(env_by_fw or {}, say, use_cache)
     files.atomic_write_json(Path(out_dir) / BEHAVIOUR, m)
     return m
 

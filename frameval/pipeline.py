@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import __version__, data, envs, execute, executors, files, locks, probe, provenance, results
+from . import __version__, behaviour, data, envs, execute, executors, files, locks, probe, provenance, results
 from .executors.context import ExecContext, Job
 from .paths import REPO
 
@@ -240,6 +240,8 @@ class Pipeline:
             cpu_envs = {k: e for k, e in env_by_fw.items() if isinstance(e, envs.Env)} \
                 if self.config.device == "cpu" else None  # the GPU's ceilings are the GPU issue's
             probe.record(self.out, self.say, cpu_envs)
+        if self.config.behaviour:  # cached per environment: a rerun adds nothing
+            behaviour.record(self.out, self.say, {k: e for k, e in env_by_fw.items() if isinstance(e, envs.Env)})
         failed |= self.executor.execute(self.context(), jobs)
         results.merge_repeats(self.out, self.runs, self.config.repeats)
         return failed or results.any_failed(self.out, self.runs)

@@ -28,19 +28,25 @@ class Mistake:
     op: tuple      # words naming the operation (any one, case-insensitive)
 
 
+def _n(n: int) -> str:
+    """The number n standing alone: "3x4" names 4, "14" does not."""
+    return rf"(?<!\d){n}(?!\d)"
+
+
 MISTAKES = [
-    Mistake("matmul_shapes", (r"\b4\b", r"\b5\b"), ("matmul", "mm", "dot", "gemm", "matrix")),
-    Mistake("conv_channels", (r"\b4\b", r"\b6\b"), ("conv",)),
-    Mistake("reshape_size", (r"\b6\b", r"\b8\b|\[4, ?2\]|\(4, ?2\)|4 ?x ?2"), ("reshape", "view")),
-    Mistake("concat_shapes", (r"\b3\b", r"\b4\b"), ("concat", "cat")),
-    Mistake("index_out_of_range", (r"\b7\b", r"\b5\b"), ("index",)),
-    Mistake("int_into_float_layer", (r"int", r"float"), ("linear", "dense", "matmul", "mm", "addmm", "layer")),
+    Mistake("matmul_shapes", (_n(4), _n(5)), ("matmul", "mm", "dot", "gemm", "matrix")),
+    Mistake("conv_channels", (_n(4), _n(6)), ("conv",)),
+    Mistake("reshape_size", (_n(6), _n(8) + r"|\[4, ?2\]|\(4, ?2\)|4 ?x ?2|\{4, ?2\}"), ("reshape", "view")),
+    Mistake("concat_shapes", (_n(3), _n(4)), ("concat", "cat")),
+    Mistake("index_out_of_range", (_n(7), _n(5)), ("index",)),
+    Mistake("int_into_float_layer", (r"int|long", r"float"), ("linear", "dense", "matmul", "mm", "addmm", "layer")),
     Mistake("backward_twice", (), ("backward", "gradient", "grad")),
-    Mistake("non_scalar_loss", (r"\b3\b|scalar",), ("backward", "grad", "scalar")),
+    Mistake("non_scalar_loss", (_n(3),), ("backward", "grad")),
     Mistake("negative_learning_rate", (r"-0\.1",), ("learning rate", "learning_rate", "lr")),
     Mistake("device_mismatch", (), ("device", "cuda", "gpu", "place")),
 ]
 
+BY_ID = {m.id: m for m in MISTAKES}
 ONE_DEVICE = "needs two devices; these environments run on the CPU only"
 
 
