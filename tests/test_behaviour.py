@@ -88,9 +88,24 @@ def test_a_planted_indexing_difference_is_reported_differs_with_both_values(tmp_
 
 
 @pytest.mark.fast
+def test_two_versions_are_two_columns_and_the_cases_that_changed_are_named(tmp_path):
+    """A version axis (paddle==3.2.2,paddle): the planted "older version" reads
+    negative steps forwards, the newer one is NumPy itself."""
+    m = _planted_file()
+    m["frameworks"] = {"paddle==3.2.2": dict(m["frameworks"]["torch"], framework="paddle", version="3.2.2"),
+                       "paddle": {"framework": "paddle", "version": "3.3.1", "api": "numpy.ndarray",
+                                  "cases": run_cases(Numpy()), "mistakes": {}}}
+    behaviour.files.atomic_write_json(tmp_path / behaviour.BEHAVIOUR, m)
+    sec = behaviour_section([str(tmp_path)], tmp_path, S)
+    assert [h["t"] for h in sec["matrix"]["headers"][2:]] == ["PaddlePaddle 3.2.2", "PaddlePaddle 3.3.1"]
+    assert sec["changed"] == [S("bh_changed", versions="PaddlePaddle 3.2.2, PaddlePaddle 3.3.1", n=2,
+                                cases="idx_negative_step, idx_negative_step_range")]
+
+
+@pytest.mark.fast
 def test_a_message_that_names_no_sizes_scores_so():
-    rec = {"raised": True, "type": "RuntimeError", "message": "shapes cannot be multiplied", "last_is_user": True,
-           "chars": 27}
+    rec = {"raised": True, "type": "RuntimeError", "message": "the shapes do not match", "last_is_user": True,
+           "chars": 23}
     assert mistakes.score("matmul_shapes", rec) == {"sizes": False, "op": False, "line": True, "short": True}
     named = dict(rec, message="mat1 and mat2 shapes cannot be multiplied (3x4 and 5x6) in matmul", chars=64)
     assert mistakes.score("matmul_shapes", named)["sizes"] is True and mistakes.score("matmul_shapes", named)["op"]

@@ -34,7 +34,7 @@ def _n(n: int) -> str:
 
 
 MISTAKES = [
-    Mistake("matmul_shapes", (_n(4), _n(5)), ("matmul", "mm", "dot", "gemm", "matrix")),
+    Mistake("matmul_shapes", (_n(4), _n(5)), ("matmul", "mm", "dot", "gemm", "matrix", "multipl")),
     Mistake("conv_channels", (_n(4), _n(6)), ("conv",)),
     Mistake("reshape_size", (_n(6), _n(8) + r"|\[4, ?2\]|\(4, ?2\)|4 ?x ?2|\{4, ?2\}"), ("reshape", "view")),
     Mistake("concat_shapes", (_n(3), _n(4)), ("concat", "cat")),
