@@ -224,3 +224,22 @@ def test_a_rerun_measures_nothing(probed):
     again = behaviour.measure(probed["envs"], lines.append)
     assert all(g.get("cached") for g in again["frameworks"].values()) and "all cached" in lines[0]
     assert again["frameworks"]["torch"]["cases"] == probed["file"]["frameworks"]["torch"]["cases"]
+
+
+def test_the_flag_runs_it_in_the_pipeline_and_the_report_shows_it(tmp_path):
+    """`run_all.py --behaviour` end to end: the pipeline records behaviour.json
+    beside the runs, and the collector's report has both sections."""
+    from conftest import TINY, run_all
+    out = tmp_path / "out"
+    p = run_all("--frameworks", "paddle", "--workloads", "lenet", "--mode", "eager", "--behaviour", "--out", str(out),
+                *TINY, timeout=900)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    assert "tensor behaviour against NumPy and error messages: 1 framework(s)" in p.stdout
+    m = behaviour.read(out)
+    assert list(m["frameworks"]) == ["paddle"] and "error" not in m["frameworks"]["paddle"]
+    md = (out / "report.md").read_text()
+    n = {v: sum(1 for j in behaviour.judged(m)["paddle"].values() if j["verdict"] == v) for v in behaviour.VERDICTS}
+    row = next(ln for ln in md.splitlines() if ln.startswith("| PaddlePaddle | ") and "paddle.Tensor" in ln)
+    cells = [c.strip().strip("*⚠️ ") for c in row.strip("|").split("|")]
+    assert [int(c) for c in cells[3:7]] == [n[v] for v in behaviour.VERDICTS], (row, n)
+    assert "## Error messages side by side" in md
