@@ -53,6 +53,17 @@ def measure(env_by_fw: dict, say=print, use_cache: bool = True) -> dict:
     return out
 
 
+def plan_line(env_by_fw: dict) -> str:
+    """What --behaviour would do, for --dry-run: each built environment's outcomes cached or to be run."""
+    ready = {k: e for k, e in sorted(env_by_fw.items()) if getattr(e, "ready", False)}
+    cached = [k for k, e in ready.items() if envscripts.cache_path(e, MODULE, [k.split("==")[0]], also=SOURCES).exists()]
+    todo = [k for k in ready if k not in cached]
+    unbuilt = sorted(set(env_by_fw) - set(ready))
+    return ("frameval: --behaviour: " + (f"run in {', '.join(todo)}" if todo else "nothing to run")
+            + (f"; cached: {', '.join(cached)}" if cached else "")
+            + (f"; environment not built yet: {', '.join(unbuilt)}" if unbuilt else ""))
+
+
 def record(out_dir, say=print, env_by_fw: dict | None = None, use_cache: bool = True) -> dict:
     """Measure and write `<out_dir>/behaviour.json`."""
     m = measure(env_by_fw or {}, say, use_cache)

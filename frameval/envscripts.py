@@ -37,6 +37,14 @@ def _key(env, module: str, args: list, env_vars: dict, also=()) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def cache_path(env, module: str, args: list, env_vars: dict | None = None, also=()) -> Path:
+    """Where the script's line for these arguments is (or would be) cached."""
+    env_vars = {k: str(v) for k, v in (env_vars or {}).items()}
+    args = [str(a) for a in args]
+    key = _key(env, module, args, env_vars, also)
+    return cache_dir() / f"{module.rsplit('.', 1)[-1]}-{'-'.join(args)}-{key}.json"
+
+
 def run(env, module: str, args: list, env_vars: dict | None = None, timeout: float = 300,
         use_cache: bool = True, also=()) -> dict:
     """`python -m module *args` in `env` (an envs.Env) with `env_vars` added to
@@ -46,8 +54,7 @@ def run(env, module: str, args: list, env_vars: dict | None = None, timeout: flo
     never raised, and is not cached."""
     env_vars = {k: str(v) for k, v in (env_vars or {}).items()}
     args = [str(a) for a in args]
-    key = _key(env, module, args, env_vars, also)
-    path = cache_dir() / f"{module.rsplit('.', 1)[-1]}-{'-'.join(args)}-{key}.json"
+    path = cache_path(env, module, args, env_vars, also)
     if use_cache:
         try:
             return dict(json.loads(path.read_text(encoding="utf-8")), cached=True)

@@ -220,6 +220,7 @@ def test_real_run_the_report_has_both_sections_and_the_scores_equal_the_files(pr
 
 
 def test_a_rerun_measures_nothing(probed):
+    assert behaviour.plan_line(probed["envs"]) == "frameval: --behaviour: nothing to run; cached: paddle, torch"
     lines = []
     again = behaviour.measure(probed["envs"], lines.append)
     assert all(g.get("cached") for g in again["frameworks"].values()) and "all cached" in lines[0]
