@@ -155,7 +155,7 @@ def judged(m: dict) -> dict:
         for c in CASES:
             if c.id not in cases:
                 row[c.id] = {"verdict": "na", "numpy": show(ref.get(c.id)),
-                             "got": (got or {}).get("error") or "not available"}
+                             "got": f"could not run: {(got or {}).get('error') or 'not available'}"}
                 continue
             row[c.id] = {"verdict": verdict(ref.get(c.id) or {}, cases[c.id], c.values_only),
                          "numpy": show(ref.get(c.id)), "got": show(cases[c.id])}
