@@ -62,6 +62,7 @@ class RunConfig:
     env_backend: str = "auto"
     pythons: list = field(default_factory=list)
     offline: str = ""       # --offline BUNDLE: every environment from the bundle (frameval/bundle/)
+    behaviour: bool = False  # --behaviour: tensor behaviour against NumPy and error messages (frameval/behaviour.py)
     executor: str = "local"
     slurm: SlurmConfig = field(default_factory=SlurmConfig)
     # What validation found: the plan, and the user's own interpreters.

@@ -28,22 +28,33 @@ def cache_dir() -> Path:
     return user_cache_dir() / CACHE
 
 
-def _key(env, module: str, args: list, env_vars: dict) -> str:
-    source = (REPO / (module.replace(".", "/") + ".py")).read_bytes()
+def _key(env, module: str, args: list, env_vars: dict, also=()) -> str:
+    digest = hashlib.sha256()
+    for name in (module, *also):  # the script and the frameval modules it imports
+        digest.update((REPO / (name.replace(".", "/") + ".py")).read_bytes())
     text = json.dumps({"env": env.key_text, "cpu": cpu.identity(), "caps": cpu.caps(), "args": args,
-                       "vars": env_vars, "script": hashlib.sha256(source).hexdigest()}, sort_keys=True)
+                       "vars": env_vars, "script": digest.hexdigest()}, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def run(env, module: str, args: list, env_vars: dict | None = None, timeout: float = 300,
-        use_cache: bool = True) -> dict:
-    """`python -m module *args` in `env` (an envs.Env) with `env_vars` added to
-    this process's environment: its last stdout line as a dict, plus "cached"
-    and "seconds". A failure is a dict with "error" (one line), never raised,
-    and is not cached."""
+def cache_path(env, module: str, args: list, env_vars: dict | None = None, also=()) -> Path:
+    """Where the script's line for these arguments is (or would be) cached."""
     env_vars = {k: str(v) for k, v in (env_vars or {}).items()}
     args = [str(a) for a in args]
-    path = cache_dir() / f"{module.rsplit('.', 1)[-1]}-{'-'.join(args)}-{_key(env, module, args, env_vars)}.json"
+    key = _key(env, module, args, env_vars, also)
+    return cache_dir() / f"{module.rsplit('.', 1)[-1]}-{'-'.join(args)}-{key}.json"
+
+
+def run(env, module: str, args: list, env_vars: dict | None = None, timeout: float = 300,
+        use_cache: bool = True, also=()) -> dict:
+    """`python -m module *args` in `env` (an envs.Env) with `env_vars` added to
+    this process's environment: its last stdout line as a dict, plus "cached"
+    and "seconds". `also`: the frameval modules (dotted) the script imports,
+    hashed into the key with it. A failure is a dict with "error" (one line),
+    never raised, and is not cached."""
+    env_vars = {k: str(v) for k, v in (env_vars or {}).items()}
+    args = [str(a) for a in args]
+    path = cache_path(env, module, args, env_vars, also)
     if use_cache:
         try:
             return dict(json.loads(path.read_text(encoding="utf-8")), cached=True)

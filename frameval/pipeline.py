@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import __version__, data, envs, execute, executors, files, locks, probe, provenance, results
+from . import __version__, behaviour, data, envs, execute, executors, files, locks, probe, provenance, results
 from .executors.context import ExecContext, Job
 from .paths import REPO
 from .schema import Environment, Plan
@@ -202,6 +202,10 @@ class Pipeline:
             self.say(f"  [{i}/{len(self.runs)}] {run.name}{run.replicate}: "
                      f"{'execute' if dec.execute else 'reuse'} ({dec.why}){extra}")
         self.executor.dry_run(self.context(), n_execute)
+        if self.config.behaviour:
+            backend = envs.choose_backend(self.config.env_backend)
+            self.say(behaviour.plan_line({k: envs.env_for(envs.framework_spec(k, "cpu"), backend)
+                                          for k in dict.fromkeys(r.fw_key for r in self.runs)}))
         return 0
 
     def triage(self, i: int, run, env_by_fw) -> tuple:
@@ -242,6 +246,8 @@ class Pipeline:
             cpu_envs = {k: e for k, e in env_by_fw.items() if isinstance(e, envs.Env)} \
                 if self.config.device == "cpu" else None  # the GPU's ceilings are the GPU issue's
             probe.record(self.out, self.say, cpu_envs)
+        if self.config.behaviour:  # cached per environment: a rerun adds nothing
+            behaviour.record(self.out, self.say, {k: e for k, e in env_by_fw.items() if isinstance(e, envs.Env)})
         failed |= self.executor.execute(self.context(), jobs)
         results.merge_repeats(self.out, self.runs, self.config.repeats)
         return failed or results.any_failed(self.out, self.runs)

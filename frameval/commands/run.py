@@ -91,6 +91,7 @@ def parser() -> argparse.ArgumentParser:
                         "(pip where uv cannot be had; FRAMEVAL_INSTALLER=pip forces pip)")
     _environment_options(p)
     _sweep_options(p)
+    _behaviour_option(p)
     slurm_config.add_options(p.add_argument_group("Slurm (--executor slurm; docs/slurm.md)"))
     return p
 
@@ -114,6 +115,13 @@ def _environment_options(p) -> None:
     p.add_argument("--offline", default="", metavar="BUNDLE",
                    help="a machine with no network: build every environment from BUNDLE (made by `run_all.py "
                         "bundle`) alone, its hashes checked first, and take its data caches (docs/offline.md)")
+
+
+def _behaviour_option(p) -> None:
+    p.add_argument("--behaviour", action="store_true",
+                   help="also run the behaviour cases against NumPy and the common mistakes in every framework's "
+                        "environment: the report's 'Tensor behaviour against NumPy' and 'Error messages side by "
+                        "side' sections (about a minute the first time, nothing on a rerun: docs/behaviour.md)")
 
 
 def _sweep_options(p) -> None:

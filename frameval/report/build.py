@@ -17,6 +17,7 @@ from ..result import Result, as_list
 from ..results import load_runs
 from . import charts as ch
 from .audit import audit_table
+from .behaviour import behaviour_section
 from .check import check_detail_table, check_intro, check_table
 from .context import environment, metadata, reproduce
 from .defects import defects_table, install_table
@@ -27,6 +28,7 @@ from .media import modes_chart, summary_charts, wl_name, workload_media
 from .model import load_sources, make_rows
 from .render import notes_html, notes_markdown, render_all
 from .spec import WORKLOADS, framework_name, order_key
+from .mistakes import mistakes_section
 from .modes import mode_section
 from .analysis import analyse
 from .peak import gemm_table, machines, peak_text
@@ -205,6 +207,15 @@ def _environment(rows, loaded, frameworks, peaks, S, problems) -> dict:
     return env
 
 
+def _behaviour(request, S, problems) -> tuple:
+    """Tensor behaviour against NumPy and the error messages, where a source folder has them (--behaviour)."""
+    behaviour = problems.run(S("what_section", name=S("h_behaviour")), behaviour_section, request["sources"],
+                             request["out_dir"], S, default=lambda it: {"error": it["text"]})
+    mistakes = problems.run(S("what_section", name=S("h_mistakes")), mistakes_section, request["sources"], S,
+                            default=lambda it: {"error": it["text"]})
+    return behaviour, mistakes
+
+
 def _context(request, S, problems, assets_dir) -> dict:
     loaded = _load(request, S)
     rows = make_rows(loaded["runs"], S, loaded["multi_host"], problems)
@@ -238,6 +249,7 @@ def _context(request, S, problems, assets_dir) -> dict:
     defects = problems.run(S("what_section", name=S("h_defects")), defects_table, rows, frameworks, S,
                            default=lambda it: {"id": "table-defects", "error": it["text"], "headers": [], "rows": [],
                                                "ids": [], "candidates": [], "versions_ran": []})
+    behaviour, mistakes = _behaviour(request, S, problems)
     install = problems.run(S("what_table", name=S("h_install")), install_table, loaded["envs"], frameworks, S,
                            default=lambda it: {"id": "table-install", "error": it["text"], "headers": [], "rows": []})
     meta = problems.run(S("what_section", name=S("h_metadata")), metadata, request, rows, loaded["plans"], env, frameworks,
@@ -256,7 +268,8 @@ def _context(request, S, problems, assets_dir) -> dict:
         if notes_md else "",
         "summary_assets": assets, "env": env, "sections": sections, "audits": audits, "check": check,
         "versions": versions, "modes": modes, "scaling": scaling,
-        "code": code, "errors": errors, "reproduce": repro, "defects": defects, "install": install, "multi_host": loaded["multi_host"], "hosts": loaded["hosts"],
+        "code": code, "errors": errors, "reproduce": repro, "defects": defects,
+        "behaviour": behaviour, "mistakes": mistakes, "install": install, "multi_host": loaded["multi_host"], "hosts": loaded["hosts"],
         "name": request["name"], "generated": request["now"].isoformat(timespec="seconds"),
         "_info": {"runs": len(rows), "failed": n_failed, "check_failed": len([w for w in rows if w.check_failed]),
                   "findings": [f.text for f in found], "warnings": warnings,
