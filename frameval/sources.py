@@ -7,6 +7,7 @@ runner's own code does not."""
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 from pathlib import Path
 
@@ -27,7 +28,16 @@ def _module_of(path: Path, root: Path) -> str:
 
 
 def _imports(path: Path, root: Path) -> set:
-    """The frameval modules `path` imports, at any depth of its code."""
+    """The frameval modules `path` imports, at any depth of its code. Parsed
+    once per file version: every run's cache key asks for the closure, and
+    parsing it again took 0.65 s a run (22 minutes for a 2,016-run plan)."""
+    st = path.stat()
+    return _parsed_imports(str(path), st.st_mtime_ns, st.st_size, str(root))
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed_imports(path_text: str, mtime_ns: int, size: int, root_text: str) -> frozenset:
+    path, root = Path(path_text), Path(root_text)
     mod = _module_of(path, root)
     pkg = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
     out = set()
@@ -41,7 +51,7 @@ def _imports(path: Path, root: Path) -> set:
                 base = ".".join(up + ([base] if base else []))
             out.add(base)
             out |= {f"{base}.{a.name}" for a in node.names}  # `from . import x`: x may be a module
-    return {m for m in out if m == "frameval" or m.startswith("frameval.")}
+    return frozenset(m for m in out if m == "frameval" or m.startswith("frameval."))
 
 
 def closure(*modules: str, root: Path = REPO) -> list:
