@@ -29,6 +29,7 @@ from .render import notes_html, notes_markdown, render_all
 from .spec import WORKLOADS, framework_name, order_key
 from .mistakes import mistakes_section
 from .modes import mode_section
+from .highapi import api_section
 from .peak import attach_peak, gemm_table, machines, peak_text
 from .scaling import scaling_section
 from .versions import version_section
@@ -247,6 +248,8 @@ def _context(request, S, problems, assets_dir) -> dict:
                          default=lambda it: {"error": it["text"]})
     if modes and "error" not in modes:
         modes["chart"] = modes_chart(modes, S, charts, problems)
+    high_api = problems.run(S("what_section", name=S("h_api")), api_section, rows, S, request["repo"],
+                            default=lambda it: {"error": it["text"]})
     scaling = problems.run(S("what_section", name=S("h_scaling")), scaling_section, rows, wls, S, charts, problems,
                            default=lambda it: {"error": it["text"]})
     errors = problems.run(S("what_section", name=S("h_errors")), error_entries, rows, request["out_dir"], S, default=[])
@@ -275,7 +278,7 @@ def _context(request, S, problems, assets_dir) -> dict:
         "notes_md": notes_markdown(notes_md), "notes_html": problems.run(S("what_notes"), notes_html, notes_md, default="")
         if notes_md else "",
         "summary_assets": assets, "env": env, "sections": sections, "audits": audits, "check": check,
-        "versions": versions, "modes": modes, "scaling": scaling,
+        "versions": versions, "modes": modes, "high_api": high_api, "scaling": scaling,
         "code": code, "errors": errors, "reproduce": repro, "defects": defects,
         "behaviour": behaviour, "mistakes": mistakes, "install": install, "multi_host": loaded["multi_host"], "hosts": loaded["hosts"],
         "name": request["name"], "generated": request["now"].isoformat(timespec="seconds"),
