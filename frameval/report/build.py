@@ -225,6 +225,17 @@ def _behaviour(request, S, problems) -> tuple:
     return behaviour, mistakes
 
 
+def _pairs(rows, S, charts, problems, repo) -> tuple:
+    """The sections that pair runs of one framework: graph against eager, the high-level API against the basic loop."""
+    modes = problems.run(S("what_section", name=S("h_modes")), mode_section, rows, S,
+                         default=lambda it: {"error": it["text"]})
+    if modes and "error" not in modes:
+        modes["chart"] = modes_chart(modes, S, charts, problems)
+    high_api = problems.run(S("what_section", name=S("h_api")), api_section, rows, S, repo,
+                            default=lambda it: {"error": it["text"]})
+    return modes, high_api
+
+
 def _context(request, S, problems, assets_dir) -> dict:
     loaded = _load(request, S)
     rows = make_rows(loaded["runs"], S, loaded["multi_host"], problems)
@@ -244,12 +255,7 @@ def _context(request, S, problems, assets_dir) -> dict:
     check = _check(rows, S, problems)
     versions = problems.run(S("what_section", name=S("h_versions")), version_section, rows, S, request["threshold"],
                             default=lambda it: {"error": it["text"]})
-    modes = problems.run(S("what_section", name=S("h_modes")), mode_section, rows, S,
-                         default=lambda it: {"error": it["text"]})
-    if modes and "error" not in modes:
-        modes["chart"] = modes_chart(modes, S, charts, problems)
-    high_api = problems.run(S("what_section", name=S("h_api")), api_section, rows, S, request["repo"],
-                            default=lambda it: {"error": it["text"]})
+    modes, high_api = _pairs(rows, S, charts, problems, request["repo"])
     scaling = problems.run(S("what_section", name=S("h_scaling")), scaling_section, rows, wls, S, charts, problems,
                            default=lambda it: {"error": it["text"]})
     errors = problems.run(S("what_section", name=S("h_errors")), error_entries, rows, request["out_dir"], S, default=[])
