@@ -94,9 +94,8 @@ FRAMEWORKS = tuple(f.key for f in FRAMEWORK_RECORDS)
 # seven fitted in ten minutes on 2 cores.
 OPT_IN_FRAMEWORKS: tuple = ()
 # The LeNet notebooks that train through the framework's high-level API when
-# `api = "high"` (docs/high-level-api.md). MindSpore's Model.train exists but is
-# not written yet: its notebook refuses api="high".
-HIGH_API_NOTEBOOKS = ("tensorflow", "paddle", "mxnet")
+# `api = "high"` (docs/high-level-api.md): every framework that has one.
+HIGH_API_NOTEBOOKS = ("tensorflow", "paddle", "mxnet", "mindspore")
 HIGH_API_WORKLOADS = ("lenet",)
 APIS = ("basic", "high")
 DISPLAY_NAMES = {f.key: f.display for f in FRAMEWORK_RECORDS}

@@ -61,16 +61,16 @@ def code_lines(repo, fws) -> dict:
     return out
 
 
-def without_api(S) -> list:
-    """One sentence per framework with no high-level API run: none exists, or it exists and
-    its notebook does not train through it yet."""
-    out = []
+def without_api(rows, paired, S) -> list:
+    """One sentence per framework without a row in the table: it has no high-level API,
+    or it has one and ran LeNet here, but not through it beside its basic loop."""
+    out, ran = [], {w["fw"] for w in rows if w["workload"] == "lenet"}
     for fw in FRAMEWORKS:
-        if fw in HIGH_API_NOTEBOOKS:
-            continue
-        has = BY_KEY[fw].high_api
-        out.append(S("api_not_built", framework=framework_name(fw), api=has) if has
-                   else S("api_none", framework=framework_name(fw)))
+        has = BY_KEY[fw].high_api if fw in HIGH_API_NOTEBOOKS else ""
+        if not has:
+            out.append(S("api_none", framework=framework_name(fw)))
+        elif fw in ran and fw not in paired:
+            out.append(S("api_not_run", framework=framework_name(fw), api=has))
     return out
 
 
@@ -86,7 +86,7 @@ def api_section(rows, S, repo) -> dict | None:
              header(S("col_api_lines"), True), header(S("col_basic_lines"), True)]
     body = [_table_row(ln, S) for ln in found]
     return {"table": {"id": "table-api", "headers": heads, "rows": body, "sortable": True},
-            "intro": S("api_intro"), "lines": found, "without": without_api(S),
+            "intro": S("api_intro"), "lines": found, "without": without_api(rows, {ln["h"]["fw"] for ln in found}, S),
             "unpaired": S("api_unpaired") if not found else ""}
 
 
