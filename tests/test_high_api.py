@@ -73,12 +73,14 @@ def _windows(rec, epochs_items, marked: bool):
 
 
 @pytest.mark.fast
-@pytest.mark.parametrize("epochs", [1, 2, 6])
-def test_windows_marked_from_callbacks_are_the_loops_windows(tmp_path, epochs):
-    items = [[list(range(64))] * 13 for _ in range(epochs)]
+@pytest.mark.parametrize("epochs, steps", [(1, 12), (1, 13), (2, 12), (6, 13)])
+def test_windows_marked_from_callbacks_are_the_loops_windows(tmp_path, epochs, steps):
+    items = [[list(range(64))] * steps for _ in range(epochs)]
     got = [_windows(Recorder("paddle", "lenet", {"epochs": epochs, "api": k}, out_dir=str(tmp_path / k), chdir=False),
                     items, k == "high") for k in ("basic", "high")]
-    assert got[0] == got[1] and sum(w[1] for w in got[0]) == 13 * epochs
+    assert got[0] == got[1] and sum(w[1] for w in got[0]) == steps * epochs
+    if (epochs, steps) == (1, 12):  # windows of 2 steps (speed.window_steps), the last one closing at the end
+        assert [w[1] for w in got[1]] == [2] * 6
 
 
 @pytest.mark.fast

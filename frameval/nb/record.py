@@ -173,7 +173,8 @@ class Epoch(dict):
         return self._timer.windows(batches)
 
     def step_windows(self, batches):
-        """For a high-level API that runs the steps itself (Keras' fit, paddle.Model.fit):
+        """For a high-level API that runs the steps itself (Keras' fit, paddle.Model.fit,
+        Gluon's Estimator, MindSpore's Model.train):
         the same windows as `timed`, marked from the API's batch callbacks
         (`begin(j)` before step j, `end(j)` after it). `items` is the batch list,
         built here, before any clock starts, for the notebook to hand to the API."""
