@@ -14,6 +14,8 @@ from .model import run_windows
 from .modes import verdict
 
 SAME = ("fw", "version", "workload", "mode", "device", "host")
+# Where the API cannot be given the data as the basic loop has it, the row says so.
+DATA_NOTES = {"mindspore": "api_data_mindspore"}
 NOT_COMPARED = ("api", "out_dir")  # the parameters a pair may differ in
 
 
@@ -86,7 +88,9 @@ def api_section(rows, S, repo) -> dict | None:
              header(S("col_api_lines"), True), header(S("col_basic_lines"), True)]
     body = [_table_row(ln, S) for ln in found]
     return {"table": {"id": "table-api", "headers": heads, "rows": body, "sortable": True},
-            "intro": S("api_intro"), "lines": found, "without": without_api(rows, {ln["h"]["fw"] for ln in found}, S),
+            "intro": S("api_intro"), "lines": found,
+            "notes": [S(DATA_NOTES[fw]) for fw in dict.fromkeys(ln["h"]["fw"] for ln in found) if fw in DATA_NOTES]
+            + without_api(rows, {ln["h"]["fw"] for ln in found}, S),
             "unpaired": S("api_unpaired") if not found else ""}
 
 
