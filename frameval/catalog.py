@@ -29,6 +29,7 @@ class Framework:
     packages: tuple = ()    # pip distributions that carry its version; the first is the one its spec pins
     notes: str = ""         # its page under docs/frameworks/
     module: str = ""        # what `import` loads it (default: the key)
+    high_api: str = ""      # its high-level training API ("" : it has none)
 
     @property
     def import_name(self) -> str:
@@ -51,11 +52,14 @@ Quality, Workload, final_value = _base.Quality, _base.Workload, _base.final_valu
 # The seeds' six, then JAX (Flax + optax), the seventh.
 FRAMEWORK_RECORDS = (
     Framework("torch", "PyTorch", ("pytorch",), ("torch",), "torch.md"),
-    Framework("tensorflow", "TensorFlow", ("tf",), ("tensorflow", "tensorflow-cpu", "keras"), "tensorflow.md"),
-    Framework("paddle", "PaddlePaddle", ("paddlepaddle",), ("paddlepaddle", "paddlepaddle-gpu"), "paddle.md"),
-    Framework("mindspore", "MindSpore", ("ms",), ("mindspore",), "mindspore.md"),
+    Framework("tensorflow", "TensorFlow", ("tf",), ("tensorflow", "tensorflow-cpu", "keras"), "tensorflow.md",
+              high_api="keras.Model.fit"),
+    Framework("paddle", "PaddlePaddle", ("paddlepaddle",), ("paddlepaddle", "paddlepaddle-gpu"), "paddle.md",
+              high_api="paddle.Model.fit"),
+    Framework("mindspore", "MindSpore", ("ms",), ("mindspore",), "mindspore.md", high_api="mindspore.train.Model.train"),
     Framework("megengine", "MegEngine", ("mge",), ("megengine",), "megengine.md"),
-    Framework("mxnet", "MXNet", ("mx",), ("mxnet", "mxnet-cu"), "mxnet.md"),
+    Framework("mxnet", "MXNet", ("mx",), ("mxnet", "mxnet-cu"), "mxnet.md",
+              high_api="mxnet.gluon.contrib.estimator.Estimator"),
     Framework("jax", "JAX", ("flax",), ("jax", "jaxlib", "flax", "optax"), "jax.md"),
 )
 BY_KEY = {f.key: f for f in FRAMEWORK_RECORDS}
@@ -64,6 +68,10 @@ FRAMEWORKS = tuple(f.key for f in FRAMEWORK_RECORDS)
 # default matrix. Empty: JAX joined the default once the quick report of all
 # seven fitted in ten minutes on 2 cores.
 OPT_IN_FRAMEWORKS: tuple = ()
+# The LeNet notebooks that train through the framework's high-level API when
+# `api = "high"` (docs/high-level-api.md): every framework that has one.
+HIGH_API_NOTEBOOKS = ("tensorflow", "paddle", "mxnet", "mindspore")
+APIS = ("basic", "high")
 DISPLAY_NAMES = {f.key: f.display for f in FRAMEWORK_RECORDS}
 ALIASES = {a: f.key for f in FRAMEWORK_RECORDS for a in f.aliases}
 

@@ -128,3 +128,43 @@ class Dropout(nn.Cell):
     @property
     def rate(self):
         return _num(self.p)
+
+
+class WindowCallback(ms.train.Callback):
+    """Marks the recorder's timing windows (ep.step_windows) from Model.train's own loop
+    (on_train_step_begin / on_train_step_end of step j), and keeps each step's loss
+    on the device (`losses`: one host read per epoch, as in the basic loop)."""
+
+    def __init__(self, windows):
+        super().__init__()
+        self.windows, self.step, self.losses = windows, 0, []
+
+    def on_train_step_begin(self, run_context):
+        self.windows.begin(self.step)
+
+    def on_train_step_end(self, run_context):
+        self.windows.end(self.step)
+        self.losses.append(run_context.original_args().net_outputs)
+        self.step += 1
+
+
+class Batches:
+    """The epoch's batches for mindspore.dataset.GeneratorDataset, one item per batch in
+    the given order, cut from the host arrays as the basic loop cuts them: Model.train
+    takes nothing but a mindspore.dataset pipeline."""
+
+    def __init__(self, items, x, y):
+        self.items, self.x, self.y = items, x, y
+
+    def __len__(self):
+        return len(self.items)
+
+    def __getitem__(self, j):
+        idx = self.items[j]
+        return self.x[idx], self.y[idx]
+
+
+def batch_dataset(items, x, y):
+    """A GeneratorDataset over `Batches`, in order, one worker, no Python multiprocessing."""
+    return ms.dataset.GeneratorDataset(Batches(items, x, y), column_names=["x", "y"], shuffle=False,
+                                       num_parallel_workers=1, python_multiprocessing=False)

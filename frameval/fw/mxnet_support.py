@@ -115,3 +115,42 @@ def placement(device):
 UPDATE_WHY = ("the Adam update runs eagerly: Gluon's Trainer.step calls the fused adam_update operator once per "
               "parameter from Python, and MXNet 1.9 has no supported way to put an optimizer update into a CachedOp "
               "(hybridize() compiles HybridBlocks only)")
+
+
+def window_handler(windows):
+    """A Gluon Estimator event handler that marks the recorder's timing windows
+    (ep.step_windows) from Estimator.fit's own loop: step j's batch_begin, and its
+    batch_end after every other handler (the Trainer's update, the metrics), so the
+    step's whole work is inside."""
+    from mxnet.gluon.contrib.estimator.event_handler import BatchBegin, BatchEnd
+
+    class WindowHandler(BatchBegin, BatchEnd):
+        priority = 1e9  # batch_end after the update (-2000) and the metrics (-1000); logging is inf
+
+        def __init__(self):
+            self.step = 0
+
+        def batch_begin(self, estimator, *args, **kwargs):
+            windows.begin(self.step)
+
+        def batch_end(self, estimator, *args, **kwargs):
+            windows.end(self.step)
+            self.step += 1
+            return False  # never asks fit to stop
+
+    return WindowHandler()
+
+
+def batch_loader(items, x, y):
+    """A Gluon DataLoader (Estimator.fit takes nothing else) over the epoch's batches in
+    the given order, each gathered from the arrays with one `take`, as the basic loop
+    does: the dataset yields indices and the batchify function gathers them, so the
+    DataLoader's per-sample stacking is not used."""
+    from mxnet import gluon, nd
+
+    def gather(idx):
+        i = nd.array(idx, ctx=x.context, dtype="int32")
+        return x.take(i), y.take(i)
+
+    return gluon.data.DataLoader(gluon.data.SimpleDataset(list(range(x.shape[0]))),
+                                 batch_sampler=[list(map(int, b)) for b in items], batchify_fn=gather)

@@ -154,3 +154,45 @@ def record_scope(rec, mode, n_programs, how, outside):
                    cost="the update runs outside the graph (graph scope: forward + backward)")
     rec.set_graph_scope(ok, ok, False, graphs=n_programs, graph_breaks=0, how=how,
                         why="the Adam update runs in the dynamic graph: " + WHOLE_STEP_ERROR + "; " + outside)
+
+
+def window_callback(windows):
+    """A paddle.callbacks.Callback that marks the recorder's timing windows
+    (ep.step_windows) from paddle.Model.fit's own loop: step j's `on_train_batch_begin`
+    and `on_train_batch_end` (fit has already read the step's loss to the host there).
+    It keeps each step's loss (`losses`) and the last step's logs (`last`: fit's
+    accuracy over the epoch so far), which fit itself returns nowhere.
+    Built on call: this module imports no paddle at its top."""
+    from paddle.callbacks import Callback
+
+    class WindowCallback(Callback):
+        def __init__(self):
+            super().__init__()
+            self.losses, self.last = [], {}
+
+        def on_train_batch_begin(self, step, logs=None):
+            windows.begin(step)
+
+        def on_train_batch_end(self, step, logs=None):
+            windows.end(step)  # the two lines below sit between steps, as the basic loop's list appends do
+            self.last = dict(logs or {})
+            self.losses.append(float(self.last["loss"][0]))
+
+    return WindowCallback()
+
+
+class Batches:
+    """The epoch's batches for paddle.Model.fit, gathered from the device copy one step
+    at a time, as the basic loop gathers them (`[x, y]` per step; fit takes any iterable
+    with a length). `gather` is paddle.gather, `to_tensor` paddle.to_tensor."""
+
+    def __init__(self, items, x, y, gather, to_tensor):
+        self.items, self.x, self.y, self.gather, self.to_tensor = items, x, y, gather, to_tensor
+
+    def __len__(self):
+        return len(self.items)
+
+    def __iter__(self):
+        for idx in self.items:
+            i = self.to_tensor(idx)
+            yield [self.gather(self.x, i), self.gather(self.y, i)]

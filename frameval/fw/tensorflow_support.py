@@ -146,3 +146,36 @@ def reset_adam(*opts):
         for v in list(o._momentums) + list(o._velocities):
             v.assign(tf.zeros(v.shape, v.dtype))
         o.iterations.assign(0)
+
+
+class WindowCallback(keras.callbacks.Callback):
+    """Marks the recorder's timing windows (ep.step_windows) from Model.fit's own loop.
+    Only `on_train_batch_begin` is overridden: a callback with its own
+    `on_train_batch_end` turns off Keras' asynchronous batch-end dispatch and reads the
+    logs back to the host after every step, work fit does not do unless asked. So step
+    j's end is marked at step j+1's begin (the same moment in back-to-back windows) and
+    the last step's at the epoch's end, after fit has read its epoch metrics."""
+
+    def __init__(self, windows):
+        super().__init__()
+        self.windows = windows
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if batch > 0:
+            self.windows.end(batch - 1)
+        self.windows.begin(batch)
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.windows.end(len(self.windows.items) - 1)
+
+
+def record_fit_scope(rec, mode, model):
+    """rec.set_graph_scope for Model.fit: compiled (run_eagerly=False), Keras wraps its whole
+    train_step (forward, gradient, optimizer.apply) in one tf.function, no XLA; its trace
+    count is not exposed (a closure inside Keras), so `graphs` is not available."""
+    if mode != "graph" or model.run_eagerly:
+        rec.set_graph_scope(False, False, False)
+        return
+    rec.set_graph_scope(True, True, True, graphs=None, graph_breaks=0,
+                        how="Model.compile(run_eagerly=False, jit_compile=False): Keras' tf.function of "
+                            "Model.train_step (forward, loss, gradient, optimizer.apply)")

@@ -26,6 +26,7 @@ from .. import files
 from ..schema import SCHEMA_VERSION as SCHEMA  # noqa: F401 - the recorder's version, named here for readers
 from ..schema import Plan, new_result
 from . import determinism, measure
+from .params import check_api
 from .paths import hand_run_framework, hand_runs_dir
 
 RESULT, PARTIAL = files.RESULT, files.PARTIAL
@@ -171,6 +172,46 @@ class Epoch(dict):
         asynchronous frameworks run undisturbed inside it."""
         return self._timer.windows(batches)
 
+    def step_windows(self, batches):
+        """For a high-level API that runs the steps itself (Keras' fit, paddle.Model.fit,
+        Gluon's Estimator, MindSpore's Model.train):
+        the same windows as `timed`, marked from the API's batch callbacks
+        (`begin(j)` before step j, `end(j)` after it). `items` is the batch list,
+        built here, before any clock starts, for the notebook to hand to the API."""
+        return StepWindows(self._timer, list(batches))
+
+
+class StepWindows:
+    """Timing windows marked by a caller: the rule of `_EpochTimer.windows` (a window
+    closes after step j when it holds k steps and k or more remain, else after the
+    last step), the device synchronised at the first step's start and at each close,
+    consecutive windows sharing their edge, as in the loop the generator times."""
+
+    def __init__(self, timer, items):
+        self.timer, self.items = timer, items
+        timer.ep["steps"] = len(items)
+        self.k = timer.rec.window_steps(len(items))
+        self.sync = timer.rec.sync or (lambda: None)
+        self.start, self.t0, self.seen = 0, None, 0
+
+    def begin(self, j: int):
+        if j == 0:
+            self.sync()  # what came before the first step stays out of the first window
+            self.t0 = time.perf_counter()
+
+    def end(self, j: int):
+        self.seen = j + 1
+        n, done = len(self.items), j + 1
+        if self.t0 is not None and (done == n or (done - self.start >= self.k and n - done >= self.k)):
+            self.t0 = self.timer._close_window(self.items, self.start, done, self.t0, self.sync)
+            self.start = done
+
+    def check_complete(self):
+        """Raise unless the API ran every step of the list and the callbacks marked them."""
+        if self.seen != len(self.items) or self.start != len(self.items):
+            raise RuntimeError(f"the API's callbacks marked {self.seen} of {len(self.items)} steps: "
+                               "its windows would not hold the epoch's steps")
+
 
 class _EpochTimer:
     def __init__(self, rec, samples):
@@ -241,6 +282,7 @@ class Recorder:
     def __init__(self, framework: str, workload: str, params: dict, out_dir: str = "",
                  threads: int | None = None, chdir: bool = True):
         self.t_created = time.perf_counter()
+        check_api(framework, params)  # before any folder is made: api="high" where no notebook has it
         self.framework, self.workload = framework, workload
         self.params = {k: _clean(v) for k, v in params.items()}
         self.mode = params.get("mode", "")

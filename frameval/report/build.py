@@ -31,6 +31,7 @@ from .spec import WORKLOADS, framework_name, order_key
 from .mistakes import mistakes_section
 from .modes import mode_section
 from .analysis import analyse
+from .highapi import api_section
 from .peak import gemm_table, machines, peak_text
 from .scaling import scaling_section
 from .versions import version_section
@@ -216,6 +217,17 @@ def _behaviour(request, S, problems) -> tuple:
     return behaviour, mistakes
 
 
+def _pairs(rows, S, charts, problems, repo) -> tuple:
+    """The sections that pair runs of one framework: graph against eager, the high-level API against the basic loop."""
+    modes = problems.run(S("what_section", name=S("h_modes")), mode_section, rows, S,
+                         default=lambda it: {"error": it["text"]})
+    if modes and "error" not in modes:
+        modes["chart"] = modes_chart(modes, S, charts, problems)
+    high_api = problems.run(S("what_section", name=S("h_api")), api_section, rows, S, repo,
+                            default=lambda it: {"error": it["text"]})
+    return modes, high_api
+
+
 def _context(request, S, problems, assets_dir) -> dict:
     loaded = _load(request, S)
     rows = make_rows(loaded["runs"], S, loaded["multi_host"], problems)
@@ -235,10 +247,7 @@ def _context(request, S, problems, assets_dir) -> dict:
     check = _check(rows, S, problems)
     versions = problems.run(S("what_section", name=S("h_versions")), version_section, rows, S, request["threshold"],
                             default=lambda it: {"error": it["text"]})
-    modes = problems.run(S("what_section", name=S("h_modes")), mode_section, rows, S,
-                         default=lambda it: {"error": it["text"]})
-    if modes and "error" not in modes:
-        modes["chart"] = modes_chart(modes, S, charts, problems)
+    modes, high_api = _pairs(rows, S, charts, problems, request["repo"])
     scaling = problems.run(S("what_section", name=S("h_scaling")), scaling_section, rows, wls, S, charts, problems, an,
                            default=lambda it: {"error": it["text"]})
     errors = problems.run(S("what_section", name=S("h_errors")), error_entries, rows, request["out_dir"], S, default=[])
@@ -267,7 +276,7 @@ def _context(request, S, problems, assets_dir) -> dict:
         "notes_md": notes_markdown(notes_md), "notes_html": problems.run(S("what_notes"), notes_html, notes_md, default="")
         if notes_md else "",
         "summary_assets": assets, "env": env, "sections": sections, "audits": audits, "check": check,
-        "versions": versions, "modes": modes, "scaling": scaling,
+        "versions": versions, "modes": modes, "high_api": high_api, "scaling": scaling,
         "code": code, "errors": errors, "reproduce": repro, "defects": defects,
         "behaviour": behaviour, "mistakes": mistakes, "install": install, "multi_host": loaded["multi_host"], "hosts": loaded["hosts"],
         "name": request["name"], "generated": request["now"].isoformat(timespec="seconds"),

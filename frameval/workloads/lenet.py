@@ -46,7 +46,7 @@ def _finding(S, fmt, name, best, worst, show):
 
 
 WORKLOAD = Workload(
-    key="lenet", display="LeNet-5", params=COMMON_PARAMS + ("dataset",), param_counts={"lenet": 61706},
+    key="lenet", display="LeNet-5", params=COMMON_PARAMS + ("dataset", "api"), param_counts={"lenet": 61706},
     quality=Quality("test_acc", "col_test_acc", "axis_accuracy", True, True),
     data_name=datasets.mnist_name, train_samples=datasets.mnist_train, data_problem=datasets.no_problem,
     too_few=datasets.mnist_too_few,
