@@ -200,27 +200,8 @@ def build_plan(frameworks: str = "all", workloads: str = "all", mode: str = "gra
     if seeds and any("seed" in values for values in ov.values()):
         raise PlanError("--seeds and -p seed= both given; use one (--seeds makes one row of its seeds, "
                         "-p seed=0,1,2 a row per seed)")
-    cells = {}
-    for fw in fws:
-        for wl in wls:
-            path = notebook_path(fw, wl)
-            if not path.exists():
-                raise PlanError(f"{fw}/{wl}: notebook {path.relative_to(REPO)} does not exist")
-            try:
-                cells[fw, wl] = nbfile.parameters(path)
-            except nbfile.NotebookError as e:
-                raise PlanError(f"{path.relative_to(REPO)}: {e}") from None
-    # A plain -p key must belong to some planned workload; a scoped one to its own.
-    for scope, values in ov.items():
-        for key in values:
-            owners = [wl for (fw, wl), d in cells.items() if key in d and (scope is None or wl == scope)]
-            if scope is not None and scope not in wls and key in WORKLOAD_PARAMS[scope] and key not in RESERVED:
-                continue  # a valid setting for a workload this plan does not run
-            if not owners:
-                takes = sorted(({k for (fw, wl), d in cells.items() if scope in (None, wl) for k in d}
-                                | set(WORKLOAD_PARAMS.get(scope, ()))) - set(RESERVED))
-                raise PlanError(f"-p {(scope + '.') if scope else ''}{key}: unknown parameter"
-                                f"{' for ' + scope if scope else ''}; known: {', '.join(takes)}")
+    cells = _parameter_cells(fws, wls)
+    _check_overrides(ov, cells, wls)
     missing = [f"{fw}/{wl}" for (fw, wl), d in cells.items() if seeds and "seed" not in d]
     if missing:
         raise PlanError(f"--seeds: {', '.join(missing)} has no seed parameter")
@@ -255,6 +236,35 @@ def api_note(fw: str, wl: str) -> str:
     has = BY_KEY[fw].high_api
     return (f"{fw} {wl}: api=high not run: {fw} has {has}, but its notebook does not train through it yet" if has
             else f"{fw} {wl}: api=high not run: {fw} has no high-level training API")
+
+
+def _parameter_cells(fws, wls) -> dict:
+    """{(framework, workload): its notebook's parameters cell}; a missing or unreadable notebook is bad input."""
+    cells = {}
+    for fw in fws:
+        for wl in wls:
+            path = notebook_path(fw, wl)
+            if not path.exists():
+                raise PlanError(f"{fw}/{wl}: notebook {path.relative_to(REPO)} does not exist")
+            try:
+                cells[fw, wl] = nbfile.parameters(path)
+            except nbfile.NotebookError as e:
+                raise PlanError(f"{path.relative_to(REPO)}: {e}") from None
+    return cells
+
+
+def _check_overrides(ov: dict, cells: dict, wls) -> None:
+    """A plain -p key must belong to some planned workload; a scoped one to its own."""
+    for scope, values in ov.items():
+        for key in values:
+            owners = [wl for (fw, wl), d in cells.items() if key in d and (scope is None or wl == scope)]
+            if scope is not None and scope not in wls and key in WORKLOAD_PARAMS[scope] and key not in RESERVED:
+                continue  # a valid setting for a workload this plan does not run
+            if not owners:
+                takes = sorted(({k for (fw, wl), d in cells.items() if scope in (None, wl) for k in d}
+                                | set(WORKLOAD_PARAMS.get(scope, ()))) - set(RESERVED))
+                raise PlanError(f"-p {(scope + '.') if scope else ''}{key}: unknown parameter"
+                                f"{' for ' + scope if scope else ''}; known: {', '.join(takes)}")
 
 
 def _resolved(fw: str, wl: str, defaults: dict, profile: str, ov: dict) -> tuple:
