@@ -125,7 +125,8 @@ def main(argv) -> int:
     from ..report.reproduction import said
     from ..reproduce import code_changes, warning
     S = Strings(args.lang)
-    warned = warning(code_changes(record))
+    changes = code_changes(record)
+    warned = warning(changes)
     notes = [dict(warned, warning=True)] if warned else []
     if warned:
         print(f"frameval: {said(warned, S)}", file=sys.stderr, flush=True)
@@ -139,7 +140,8 @@ def main(argv) -> int:
     from ..report.reproduction import compare_reproduction
     result = compare_reproduction(args.report, out, args.threshold, args.lang, notes)
     atomic_write(out / "reproduce.md", result["markdown"])
-    atomic_write_json(out / "reproduce.json", result["data"])
+    # the warning names the first 20 changed files; the record keeps them all
+    atomic_write_json(out / "reproduce.json", dict(result["data"], changed_files=list(changes.get("files") or [])))
     print(result["markdown"])
     print(f"frameval: comparison written: {out / 'reproduce.md'} and {out / 'reproduce.json'}", file=sys.stderr)
     print(result["verdict"], flush=True)
