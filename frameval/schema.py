@@ -22,8 +22,10 @@ from dataclasses import asdict, dataclass, field, fields
 # over the run ("machine"). 4: one schema for every writer: a failed run's
 # record and the corrupt-file fallback carry "schema" and every key a notebook
 # writes (before, they held a few keys of their own); plan.json has the same
-# keys whether the pipeline or the hand-runs folder wrote it.
-SCHEMA_VERSION = 4
+# keys whether the pipeline or the hand-runs folder wrote it. 5: evaluation
+# points during training ("evaluation") and the time to the workload's target
+# read from them ("time_to_target"); None in older records and where absent.
+SCHEMA_VERSION = 5
 
 
 def _typed(value, default):
@@ -98,6 +100,8 @@ class ResultRecord(_Record):
     memory: dict = field(default_factory=dict)
     peak_device_mb: float | None = None
     peak_device_driver_mb: float | None = None
+    evaluation: dict | None = None
+    time_to_target: dict | None = None
     environment: dict = field(default_factory=dict)
     started: str | None = None
     extra: dict = field(default_factory=dict)

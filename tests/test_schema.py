@@ -18,7 +18,7 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
 def test_one_version_for_writer_and_reader():
-    assert SCHEMA_VERSION == schema.SCHEMA_VERSION == 4
+    assert SCHEMA_VERSION == schema.SCHEMA_VERSION == 5
 
 
 @pytest.mark.parametrize("record", [

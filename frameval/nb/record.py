@@ -23,9 +23,10 @@ import numpy as np
 from .. import cpu as _cpu
 from .. import speed
 from .. import files
+from .. import workloads
 from ..schema import SCHEMA_VERSION as SCHEMA  # noqa: F401 - the recorder's version, named here for readers
 from ..schema import Plan, new_result
-from . import determinism, measure
+from . import determinism, evaluation, measure
 from .params import check_api
 from .paths import hand_run_framework, hand_runs_dir
 
@@ -224,13 +225,16 @@ class _EpochTimer:
             self.ep["samples"] = int(self.samples)
         if not self.rec.epochs:
             self.rec._start_training()
+        self.eval_s = 0.0  # evaluation inside this epoch's clock, taken off its seconds
         self.watch = measure.Stopwatch(self.rec.sync).start()
         return self.ep
 
     def __exit__(self, exc_type, exc, tb):
-        secs = self.watch.stop()
+        secs = self.watch.stop() - self.eval_s
         if exc_type is None:
             self.ep["seconds"] = secs
+            if self.rec.evaluation:
+                self.ep["eval_s"] = round(self.eval_s, 6)
             self.rec.epochs.append(self.ep)
             self.rec.write_partial()
             _inject_fault(self.rec)
@@ -239,17 +243,35 @@ class _EpochTimer:
 
     def windows(self, batches):
         items = list(batches)
-        self.ep["steps"] = len(items)
-        k = self.rec.window_steps(len(items))
+        n = self.ep["steps"] = len(items)
+        k = self.rec.window_steps(n)
         sync = self.rec.sync or (lambda: None)
+        schedule = self.rec.evaluation
+        due = evaluation.due_steps(n, schedule.per_epoch) if schedule else set()
         sync()  # what the epoch queued before its steps stays out of the first window
         start, t0 = 0, time.perf_counter()
         for j, item in enumerate(items):
-            if j > start and j - start >= k and len(items) - j >= k:  # the remainder joins the last window
+            if j > start and j - start >= k and n - j >= k:  # the remainder joins the last window
                 t0 = self._close_window(items, start, j, t0, sync)
                 start = j
             yield item
-        self._close_window(items, start, len(items), t0, sync)
+            if j + 1 in due:  # a window ends where an evaluation starts: it holds training steps only
+                self._close_window(items, start, j + 1, t0, sync)
+                self._evaluate(schedule, items, j + 1, sync)
+                start, t0 = j + 1, time.perf_counter()
+        if start < n:
+            self._close_window(items, start, n, t0, sync)
+
+    def _evaluate(self, schedule, items, done: int, sync):
+        """One evaluation point: the training so far (earlier epochs plus this one's
+        clock less its earlier evaluations), then the evaluation, left out of both."""
+        sync()
+        so_far = time.perf_counter() - self.watch.t0 - self.eval_s
+        earlier_s = sum(e["seconds"] for e in self.rec.epochs if isinstance(e.get("seconds"), float))
+        earlier_n = sum(int(e.get("samples") or 0) for e in self.rec.epochs)
+        self.eval_s += schedule.evaluate(sync, epoch=self.ep["epoch"], step=done, steps=len(items),
+                                         samples=earlier_n + sum(len(x) for x in items[:done]),
+                                         train_s=earlier_s + so_far)
 
     def _close_window(self, items, start, stop, t0, sync) -> float:
         sync()
@@ -306,6 +328,7 @@ class Recorder:
         self._reset_device = None
         self._peak_device = None
         self._nvml = measure.nvml_probe(self.device)
+        self.evaluation = None  # evaluation.Schedule, once the notebook hands its function over
         self._prepare_process(chdir)
 
     # ---------------------------------------------------------------- setup
@@ -431,6 +454,12 @@ class Recorder:
         self.result.update({k: _clean(v) for k, v in kv.items()})
 
     # ---------------------------------------------------------------- training
+    def evaluate_during_training(self, fn, per_epoch: int = evaluation.PER_EPOCH):
+        """`fn()` returns the workload's quality metric (or a dict holding it);
+        `ep.timed` calls it `per_epoch` times an epoch, outside the training clock."""
+        q = workloads.get(self.workload).quality
+        self.evaluation = evaluation.Schedule(fn, q.key, q.higher_is_better, per_epoch)
+
     def epoch(self, samples: int | None = None):
         """`with rec.epoch(samples=n) as ep:` times the training part of one epoch."""
         return _EpochTimer(self, samples)
@@ -493,6 +522,13 @@ class Recorder:
             "windows": wins, "steady_windows": len(rates), "outlier_windows": speed.outliers(rates)}
         self.result["samples_per_s"] = speed.run_rate(wins)
 
+    def _summarise_evaluation(self):
+        """The evaluation points, and the time to the workload's target read from them
+        (None where the workload has no target at this size or nothing was evaluated)."""
+        ev = self.evaluation
+        self.result["evaluation"] = ev.record() if ev and ev.points else None
+        self.result["time_to_target"] = None
+
     def write_partial(self):
         self._summarise_light()
         files.atomic_write_json(self.out / PARTIAL, self.result)
@@ -522,6 +558,7 @@ class Recorder:
         self._summarise()
         # the switches as this run had them (never turned on: docs/reproduce.md, "Determinism")
         self.result["determinism"] = determinism.switches(self.framework)
+        self._summarise_evaluation()
         losses = [v for e in self.epochs for k, v in e.items() if "loss" in k or "mse" in k]
         bad = [v for v in losses if not isinstance(v, float)]
         self.result["status"] = status
