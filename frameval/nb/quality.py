@@ -19,6 +19,13 @@ def rmse(true: np.ndarray, pred: np.ndarray) -> float:
     return float(np.sqrt(np.mean((true - pred) ** 2)))
 
 
+def val_r2(data, pred) -> float:
+    """Validation R² in the series' own units from the model's standardised
+    outputs for `data.x_val`: the figure `forecast` records, for evaluation points."""
+    pred = np.asarray(pred, dtype=np.float64).reshape(len(data.y_val), -1)[:, 0]
+    return r2(data.to_units(data.y_val[:, 0]), data.to_units(pred))
+
+
 def forecast(rec, data, pred, *, predict_s: float, model_path, load_s: float, **extra) -> dict:
     """Record the LSTM's figures from its validation predictions.
 
@@ -29,7 +36,7 @@ def forecast(rec, data, pred, *, predict_s: float, model_path, load_s: float, **
     model_format). Returns the headline figures, for the notebook to print."""
     pred = np.asarray(pred, dtype=np.float64).reshape(len(data.y_val), -1)[:, 0]
     pred_ppm, true_ppm = data.to_units(pred), data.to_units(data.y_val[:, 0])
-    figures = {"val_r2": r2(true_ppm, pred_ppm), "val_rmse": rmse(true_ppm, pred_ppm),
+    figures = {"val_r2": val_r2(data, pred), "val_rmse": rmse(true_ppm, pred_ppm),
                "predict_ms": predict_s / len(pred_ppm) * 1e3, "model_bytes": Path(model_path).stat().st_size,
                "load_ms": load_s * 1e3}
     rec.set(**figures, **extra,
