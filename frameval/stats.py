@@ -143,6 +143,25 @@ def _boot(draw, draws: int, seed: int) -> tuple:
     return reps[int(0.025 * (draws - 1))], reps[int(0.975 * (draws - 1))]
 
 
+def pooled_sd(groups) -> tuple:
+    """(SD, degrees of freedom) pooled over groups (one framework's values over
+    its seeds each): the spread within a group, not between the groups' means."""
+    ss, dof = 0.0, 0
+    for g in groups:
+        xs = [float(v) for v in g if v is not None and math.isfinite(float(v))]
+        if len(xs) >= 2:
+            m = sum(xs) / len(xs)
+            ss += sum((x - m) ** 2 for x in xs)
+            dof += len(xs) - 1
+    return (math.sqrt(ss / dof), dof) if dof else (None, 0)
+
+
+def seed_noise(sd: float) -> float:
+    """The gap two one-seed values may show by the seed alone: 1.96 x sqrt(2) x SD,
+    the 95% half-width of a difference of two independent draws."""
+    return 1.96 * math.sqrt(2.0) * sd
+
+
 def seed_mean(values, draws: int = SEED_DRAWS, seed: int = 0) -> dict:
     """{"mean", "lo", "hi", "n"} of one value per seed; lo and hi are None
     below MIN_SEEDS seeds."""

@@ -45,10 +45,10 @@ def test_every_seed_has_its_own_folder_and_cache_key_and_seed_0_is_the_default_r
 
 
 # ------------------------------------------------------------------ synthetic seed folders
-def _result(fw, acc, seed, root="/o", repeat=1, lr=0.001):
+def _result(fw, acc, seed, root="/o", repeat=1, lr=0.001, **params):
     d = f"{root}/runs/{fw}/lenet-graph" + (f"/seed-{seed}" if seed else "") + (f"/r{repeat}" if repeat > 1 else "")
     return {"framework": fw, "workload": "lenet", "mode": "graph", "device": "cpu", "status": "ok",
-            "params": {"seed": seed, "lr": lr, "out_dir": d}, "test_acc": acc, "samples_per_s": 1000.0,
+            "params": {"seed": seed, "lr": lr, "out_dir": d, **params}, "test_acc": acc, "samples_per_s": 1000.0,
             "epochs": [{"epoch": 1, "seconds": 1.0, "samples": 640}], "_dir": d, "_source": root}
 
 
@@ -118,7 +118,10 @@ def test_other_seeds_on_the_two_sides_are_compared_unpaired_and_say_so():
 
 
 @pytest.mark.fast
-def test_one_seed_gives_a_range_never_a_ranking_and_equal_values_are_equal():
+def test_one_seed_gives_a_range_never_a_ranking_and_equal_values_are_equal(monkeypatch):
+    from frameval.workloads import get
+    for k in list(get("lenet").seed_spread):  # where no spread was measured
+        monkeypatch.delitem(get("lenet").seed_spread, k)
     text, _ = _sentence([_result("torch", 0.95501, 0), _result("tensorflow", 0.95499, 0)])
     assert "every run reaches the same" in text and "best" not in text and "lowest" not in text
     text, _ = _sentence([_result("torch", 0.9550, 0), _result("tensorflow", 0.9530, 0)])
@@ -126,6 +129,34 @@ def test_one_seed_gives_a_range_never_a_ranking_and_equal_values_are_equal():
     # agreement to 1e-7, however consistent its sign, is no difference
     assert stats.seed_difference({0: 0.9, 1: 0.8, 2: 0.7}, {0: 0.9 + 1e-7, 1: 0.8 + 1e-7, 2: 0.7 + 1e-7},
                                  tol=1e-4)["verdict"] == "same"
+
+
+@pytest.mark.fast
+def test_one_seed_is_widened_by_the_seed_spread_measured_here(monkeypatch):
+    """A one-seed report says no more than the measured seed spread allows:
+    a gap within 1.96 x sqrt(2) x SD is no ranking; a larger one ranks, and
+    says what the spread is."""
+    from frameval.workloads import get
+    from frameval.workloads.base import SeedSpread
+    wl = get("lenet")
+    monkeypatch.setitem(wl.seed_spread, "mnist-embedded", SeedSpread(0.003, 5, 7, 5, "2026-11-26, 2-core CPU"))
+    noise = stats.seed_noise(0.003)
+    assert noise == pytest.approx(0.008316, abs=1e-6)
+    text, _ = _sentence([_result("torch", 0.955, 0), _result("tensorflow", 0.955 - 0.8 * noise, 0)])
+    assert "within what the seed alone moves it" in text and "SD 0.30 pt" in text and "0.83 pt" in text
+    assert "best" not in text and "lowest" not in text
+    text, _ = _sentence([_result("torch", 0.955, 0), _result("tensorflow", 0.955 - 1.2 * noise, 0)])
+    assert "best" in text and "larger than the seed alone moves it" in text and "SD 0.30 pt" in text
+    # runs on another data set than the one measured: no widening claimed
+    text, _ = _sentence([_result("torch", 0.955, 0), _result("tensorflow", 0.950, 0, dataset="full")])
+    assert "One seed: a range, not a ranking" in text
+
+
+@pytest.mark.fast
+def test_pooled_sd_is_the_spread_within_frameworks_not_between_them():
+    sd, dof = stats.pooled_sd([[1.0, 2.0, 3.0], [11.0, 12.0, 13.0], [5.0]])
+    assert sd == pytest.approx(1.0) and dof == 4
+    assert stats.pooled_sd([[1.0]]) == (None, 0)
 
 
 # ------------------------------------------------------------------ a real run with seeds

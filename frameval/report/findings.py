@@ -137,7 +137,24 @@ def quality_finding(wl, wrows, S, an=None):
     if show(best[1]) == show(worst[1]):  # equal at the precision shown: no best and no lowest
         return S("finding_quality_same", workload=name, metric=S(workload.quality.label),
                  value=show(best[1]), n=len(vals))
-    return workload.quality_finding(S, fmt, name, best, worst, show) + " " + S("finding_quality_one_seed")
+    spread = _seed_spread(workload, ok)
+    if spread is None:
+        return workload.quality_finding(S, fmt, name, best, worst, show) + " " + S("finding_quality_one_seed")
+    diff, noise = QUALITY_DIFF.get(workload.quality.key, fmt.sig), stats.seed_noise(spread.sd)
+    kw = dict(sd=diff(spread.sd), noise=diff(noise), seeds=spread.seeds, k=spread.frameworks,
+              epochs=spread.epochs, measured=spread.measured)
+    if abs(best[1] - worst[1]) <= noise:  # a gap one seed's draw can make: no best and no lowest
+        return S("finding_quality_within_spread", workload=name, metric=S(workload.quality.label),
+                 lo=show(worst[1]), hi=show(best[1]), n=len(vals), **kw)
+    return (workload.quality_finding(S, fmt, name, best, worst, show) + " "
+            + S("finding_quality_beyond_spread", **kw))
+
+
+def _seed_spread(workload, rows):
+    """The seed-to-seed spread measured for the rows' data set (docs/workloads.md),
+    where all rows train on one data set and it was measured; else None."""
+    names = {workload.data_name(dict(w.result.params or {})) for w in rows}
+    return workload.seed_spread.get(names.pop()) if len(names) == 1 else None
 
 
 def _seeds_finding(name, workload, seeded, S, an) -> str:

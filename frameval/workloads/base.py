@@ -28,6 +28,20 @@ class Quality:
 
 
 @dataclass(frozen=True)
+class SeedSpread:
+    """How far one framework's quality moves with the seed on a data set,
+    measured on the development machine (docs/workloads.md): the standard
+    deviation over `seeds` seeds within each framework, pooled over
+    `frameworks` frameworks, at `epochs` epochs. A one-seed report widens its
+    quality statements by it (issue #38)."""
+    sd: float
+    seeds: int
+    frameworks: int
+    epochs: int
+    measured: str  # when and where, for the report's sentence
+
+
+@dataclass(frozen=True)
 class Network:
     """One network's canonical weight table: [(name, shape, kind)], kind
     "dense", "conv", "deconv" (Glorot), "zeros", "ones", or "stat0"/"stat1"
@@ -140,6 +154,7 @@ class Workload:
     media: tuple = ()         # extra report parts: "grids" (GIF of images), "prediction"
     intro_extra: Callable = _no_finding   # (wrows, S) -> text after the intro, or None
     quality_finding: Callable = _no_finding  # (S, fmt, name, best, worst, show) or (S, fmt, name, vals)
+    seed_spread: dict = field(default_factory=dict)  # data_name -> SeedSpread, where measured
 
     def final(self, result: dict):
         """The run's quality figure, or None."""
