@@ -102,6 +102,8 @@ def test_a_point_apart_with_a_tenth_spread_is_lower_with_an_interval_that_exclud
     assert d["verdict"] == "lower" and d["hi"] < 0 and d["paired"]
     lo, hi = sorted((abs(d["lo"]), abs(d["hi"])))
     assert f"lower by {abs(d['diff']) * 100:.2f} pt ({lo * 100:.2f} pt–{hi * 100:.2f} pt)" in text
+    sd, dof = stats.pooled_sd([[r.raw["test_acc"] for s, rs in w.seeds for r in rs[:1]] for w in rows])
+    assert f"SD {sd * 100:.2f} pt, within each of the 2 runs over its seeds, pooled ({dof} degrees" in text and dof == 8
     for w in rows:  # each run's mean and interval, as recomputed from its seeds
         q = stats.seed_mean([r["test_acc"] for s, rs in w.seeds for r in [rs[0].raw]])
         assert f"{w.label} {q['mean'] * 100:.2f}% ({q['lo'] * 100:.2f}%–{q['hi'] * 100:.2f}%, 5 seeds)" in text

@@ -165,8 +165,10 @@ def _seeds_finding(name, workload, seeded, S, an) -> str:
     items = S.join(S("quality_seed_item", run=w.label, mean=show(an.quality(w).mean), n=an.quality(w).n,
                      lo=show(an.quality(w).lo), hi=show(an.quality(w).hi)) for w in order)
     kw = dict(workload=name, metric=S(q.label), items=items)
+    sd, dof = stats.pooled_sd([list(an.quality(w).by_seed.values()) for w in seeded])
+    spread = "" if sd is None else " " + S("quality_pooled_spread", sd=diff(sd), n=len(seeded), dof=dof)
     if q.higher_is_better is None or len(order) < 2:
-        return S("finding_quality_seeds", **kw)
+        return S("finding_quality_seeds", **kw) + spread
     best, parts, paired = order[0], [], set()
     for w in order[1:]:
         d = stats.seed_difference(an.quality(best).by_seed, an.quality(w).by_seed)
@@ -179,7 +181,7 @@ def _seeds_finding(name, workload, seeded, S, an) -> str:
         else:
             parts.append(S("quality_too_few", run=w.label))
     how = S("quality_paired") if paired == {True} else S("quality_unpaired")
-    return S("finding_quality_seeds_ranked", best=best.label, others=S.join(parts), how=how, **kw)
+    return S("finding_quality_seeds_ranked", best=best.label, others=S.join(parts), how=how, **kw) + spread
 
 
 def run_findings(rows, errors, check_failed, S) -> list:
