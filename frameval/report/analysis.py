@@ -8,7 +8,9 @@ here, built once per report by `analyse`:
   framework's own GEMM (report/peak.py): `an.peak(w)`;
 - each row's quality over its seeds, one value per seed (the mean of that
   seed's repeats), with a 95% interval from three seeds on (stats.seed_mean):
-  `an.quality(w)`.
+  `an.quality(w)`;
+- each row's time to its workload's target quality over its seeds, by
+  AlgoPerf's and MLPerf's rules (report/timetotarget.py): `an.target(w)`.
 
 A row is its own key (rows compare by identity), so two rows that read alike
 never share an analysis.
@@ -23,6 +25,7 @@ from .. import speed, stats
 from ..result import COMPLETED, number
 from .model import fastest_by_group, run_windows, speed_ratio
 from .peak import NO_PEAK, Peak, peak_of
+from .timetotarget import NO_TARGET, TargetTime, target_of
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,7 @@ class Analysis:
     intervals: Mapping = field(default_factory=lambda: MappingProxyType({}))
     peaks: Mapping = field(default_factory=lambda: MappingProxyType({}))
     qualities: Mapping = field(default_factory=lambda: MappingProxyType({}))
+    targets: Mapping = field(default_factory=lambda: MappingProxyType({}))
 
     def interval(self, w):
         """speed.ratio_interval's dict for w against its group's fastest, or
@@ -75,6 +79,9 @@ class Analysis:
 
     def quality(self, w) -> SeedQuality:
         return self.qualities.get(w, NO_QUALITY)
+
+    def target(self, w) -> TargetTime:
+        return self.targets.get(w, NO_TARGET)
 
 
 def speed_intervals(rows) -> dict:
@@ -104,4 +111,6 @@ def analyse(rows, by_source=None, problems=None, S=None) -> Analysis:
         peaks = all_peaks() if problems is None else problems.run(S("what_section", name=S("h_peak")), all_peaks,
                                                                    default=lambda it: {})
     qualities = {w: quality_of(w) for w in rows if w.ok}
-    return Analysis(MappingProxyType(intervals), MappingProxyType(peaks or {}), MappingProxyType(qualities))
+    targets = {w: target_of(w) for w in rows if w.ok}
+    return Analysis(MappingProxyType(intervals), MappingProxyType(peaks or {}), MappingProxyType(qualities),
+                    MappingProxyType(targets))
