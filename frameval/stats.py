@@ -220,9 +220,21 @@ def mlperf_statistic(xs) -> float:
 
 
 def _interval(xs, statistic, draws: int, seed: int) -> tuple:
+    """The percentile bootstrap of `statistic` ("median" or "mlperf") over the
+    runs, as _boot's, vectorised with numpy: a report ranks every run of every
+    framework this way, and a draw at a time costs seconds per report."""
     if len(xs) < MIN_SEEDS:
         return None, None
-    return _boot(lambda rng: statistic(rng.choices(xs, k=len(xs))), draws, seed)
+    import numpy as np
+    reps = np.sort(np.asarray(xs, dtype=float)[np.random.default_rng(seed).integers(0, len(xs), (draws, len(xs)))],
+                   axis=1)
+    if statistic == "median":  # +inf only (misses), so a mean of two middles is never NaN
+        got = np.median(reps, axis=1)
+    else:
+        kept = reps[:, 1:-1]
+        got = np.where(np.isinf(kept).any(axis=1), INF, kept.mean(axis=1))
+    got = np.sort(got)
+    return float(got[int(0.025 * (draws - 1))]), float(got[int(0.975 * (draws - 1))])
 
 
 def algoperf_median(values, draws: int = SEED_DRAWS, seed: int = 0) -> dict:
@@ -230,7 +242,7 @@ def algoperf_median(values, draws: int = SEED_DRAWS, seed: int = 0) -> dict:
     missed): the median, infinite where half the runs or more missed.
     {"value", "lo", "hi", "n", "reached" (runs that reached the target)}."""
     xs = _times(values)
-    lo, hi = _interval(xs, _median, draws, seed)
+    lo, hi = _interval(xs, "median", draws, seed)
     return {"value": _median(xs) if xs else None, "lo": lo, "hi": hi, "n": len(xs),
             "reached": sum(1 for x in xs if math.isfinite(x))}
 
@@ -243,7 +255,7 @@ def mlperf_mean(values, draws: int = SEED_DRAWS, seed: int = 0) -> dict:
     xs = _times(values)
     if len(xs) < MLPERF_MIN_RUNS:
         return {"value": None, "lo": None, "hi": None, "n": len(xs), "reason": "too_few"}
-    lo, hi = _interval(xs, mlperf_statistic, draws, seed)
+    lo, hi = _interval(xs, "mlperf", draws, seed)
     return {"value": mlperf_statistic(xs), "lo": lo, "hi": hi, "n": len(xs), "reason": ""}
 
 
