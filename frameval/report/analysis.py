@@ -9,8 +9,10 @@ here, built once per report by `analyse`:
 - each row's quality over its seeds, one value per seed (the mean of that
   seed's repeats), with a 95% interval from three seeds on (stats.seed_mean):
   `an.quality(w)`;
-- each row's time to its workload's target quality over its seeds, by
-  AlgoPerf's and MLPerf's rules (report/timetotarget.py): `an.target(w)`.
+- each row's time to its workload's target quality over its seeds,
+  recomputed from the evaluation points, by AlgoPerf's and MLPerf's rules
+  (stats.algoperf_median, stats.mlperf_mean): `an.target(w)`, which
+  report/timetotarget.py lays out.
 
 A row is its own key (rows compare by identity), so two rows that read alike
 never share an analysis.
@@ -22,10 +24,11 @@ from types import MappingProxyType
 from typing import Mapping
 
 from .. import speed, stats
-from ..result import COMPLETED, number
+from .. import target as tt
+from ..catalog import WORKLOAD_BY_KEY
+from ..result import COMPLETED, as_dict, number
 from .model import fastest_by_group, run_windows, speed_ratio
 from .peak import NO_PEAK, Peak, peak_of
-from .timetotarget import NO_TARGET, TargetTime, target_of
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,79 @@ def quality_of(w) -> SeedQuality:
             per_seed.append((seed, sum(vals) / len(vals)))
     m = stats.seed_mean([v for _, v in per_seed])
     return SeedQuality(tuple(per_seed), m["mean"], m["lo"], m["hi"], m["n"])
+
+
+# ------------------------------------------------------------------ time to target
+# One run per seed: a seed's first completed run (its repeats train the same
+# steps to the same quality; only seeds are replicates of the quality curve).
+@dataclass(frozen=True)
+class RunTarget:
+    """One seed's run: its time to target recomputed from its points, and the
+    result's own record of it (None where the run wrote none)."""
+    seed: object
+    got: dict
+    recorded: dict | None
+
+    @property
+    def agrees(self) -> bool:
+        """The recorder's figure equals the recomputation (or was not recorded)."""
+        return self.recorded is None or all(self.recorded.get(k) == self.got.get(k)
+                                            for k in ("reached",) + tt.CUMULATIVE)
+
+
+@dataclass(frozen=True)
+class TargetTime:
+    """A row's time to target over its seeds; `target` None: none at this size."""
+    target: tuple | None = None
+    runs: tuple = ()           # (RunTarget, ...): the seeds whose run recorded evaluation points
+    eval_s: tuple = ()         # every seed's evaluation seconds, where recorded
+    algoperf: dict | None = None
+    mlperf: dict | None = None
+    samples: dict | None = None  # AlgoPerf's median applied to samples to target
+
+    @property
+    def reached(self) -> int:
+        return sum(1 for r in self.runs if r.got["reached"])
+
+
+NO_TARGET = TargetTime()
+
+
+def _first_completed(results):
+    return next((r for r in results if r.status in COMPLETED), None)
+
+
+def _run_target(seed, r, target) -> RunTarget | None:
+    ev = as_dict(r.raw.get("evaluation"))
+    got = tt.from_evaluation(ev, target)
+    if got is None:
+        return None
+    rec = r.raw.get("time_to_target")
+    return RunTarget(seed, got, rec if isinstance(rec, dict) else None)
+
+
+def target_of(w) -> TargetTime:
+    """The row's TargetTime: every seed's first completed run, its time to
+    target recomputed from its evaluation points."""
+    wl = WORKLOAD_BY_KEY.get(w.workload)
+    target = wl.target(w.result.params) if wl else None
+    firsts = [(seed, _first_completed(rs)) for seed, rs in w.seeds]
+    firsts = [(s, r) for s, r in firsts if r is not None]
+    eval_s = tuple(v for v in (number(as_dict(r.raw.get("evaluation")).get("eval_s")) for _, r in firsts)
+                   if v is not None)
+    if target is None:
+        return TargetTime(eval_s=eval_s)
+    runs = tuple(x for x in (_run_target(s, r, target) for s, r in firsts) if x is not None)
+    if not runs:
+        return TargetTime(target=target, eval_s=eval_s)
+    return TargetTime(target=target, runs=runs, eval_s=eval_s,
+                      algoperf=stats.algoperf_median([r.got["train_s"] for r in runs]),
+                      mlperf=stats.mlperf_mean([r.got["train_s"] for r in runs]),
+                      samples=stats.algoperf_median([r.got["samples"] for r in runs]))
+
+
+def has_evaluation(w) -> bool:
+    return any(isinstance(r.raw.get("evaluation"), dict) for _, rs in w.seeds for r in rs)
 
 
 @dataclass(frozen=True)

@@ -1,102 +1,30 @@
 """Time to a target quality, by MLPerf's and AlgoPerf's rules, and the
-convergence-parity check (docs/time-to-target.md).
+convergence-parity check, as the report shows them (docs/time-to-target.md):
+the table per workload, the summary's ranking beside samples/s, the parity
+note and alert.
 
-Each run's time to target is recomputed here from the evaluation points its
-result records (result["evaluation"]["points"]) with frameval/target.py, the
-function the notebooks' recorder uses, so the report never shows a figure it
-cannot derive; the target is the workload record's (`Workload.target(params)`).
-One run per seed: a seed's first completed run (its repeats train the same
-steps to the same quality; only seeds are replicates of the quality curve).
-
-The scores and their intervals are frameval/stats.py's: AlgoPerf's median
-(a missed target counts as infinite time) and MLPerf's mean without the
-fastest and the slowest run (5 runs or more). Evaluation seconds are shown on
-their own: the training clock (train_s) excludes them.
+Each run's time to target is recomputed from the evaluation points its result
+records (result["evaluation"]["points"]) with frameval/target.py, the function
+the notebooks' recorder uses, in report/analysis.py (`an.target(w)`): the
+report never shows a figure it cannot derive, and the target is the workload
+record's (`Workload.target(params)`). The scores and their intervals are
+frameval/stats.py's: AlgoPerf's median (a missed target counts as infinite
+time) and MLPerf's mean without the fastest and the slowest run (5 runs or
+more). Evaluation seconds are shown on their own: the training clock
+(train_s) excludes them.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
-from .. import stats, target as tt
+from .. import stats
 from ..catalog import WORKLOAD_BY_KEY
-from ..result import COMPLETED, as_dict, number
 from . import fmt
+from .analysis import TargetTime, has_evaluation
 from .cells import cell, header
 from .finding import Finding
 from .media import wl_name
 from .model import rank_group
-
-
-@dataclass(frozen=True)
-class RunTarget:
-    """One seed's run: its time to target recomputed from its points, the
-    result's own record of it (None where the run wrote none), its evaluation seconds."""
-    seed: object
-    got: dict
-    recorded: dict | None
-    eval_s: float | None
-
-    @property
-    def agrees(self) -> bool:
-        """The recorder's figure equals the recomputation (or was not recorded)."""
-        return self.recorded is None or all(self.recorded.get(k) == self.got.get(k)
-                                            for k in ("reached",) + tt.CUMULATIVE)
-
-
-@dataclass(frozen=True)
-class TargetTime:
-    """A row's time to target over its seeds; `target` None: none at this size."""
-    target: tuple | None = None
-    runs: tuple = ()           # (RunTarget, ...): the seeds whose run recorded evaluation points
-    eval_s: tuple = ()         # every seed's evaluation seconds, where recorded
-    algoperf: dict | None = None
-    mlperf: dict | None = None
-    samples: dict | None = None  # AlgoPerf's median applied to samples to target
-
-    @property
-    def reached(self) -> int:
-        return sum(1 for r in self.runs if r.got["reached"])
-
-
-NO_TARGET = TargetTime()
-
-
-def _first_completed(results):
-    return next((r for r in results if r.status in COMPLETED), None)
-
-
-def _run_target(seed, r, target) -> RunTarget | None:
-    ev = as_dict(r.raw.get("evaluation"))
-    got = tt.from_evaluation(ev, target)
-    if got is None:
-        return None
-    rec = r.raw.get("time_to_target")
-    return RunTarget(seed, got, rec if isinstance(rec, dict) else None, number(ev.get("eval_s")))
-
-
-def target_of(w) -> TargetTime:
-    """The row's TargetTime: every seed's first completed run, its time to
-    target recomputed from its evaluation points."""
-    wl = WORKLOAD_BY_KEY.get(w.workload)
-    target = wl.target(w.result.params) if wl else None
-    firsts = [(seed, _first_completed(rs)) for seed, rs in w.seeds]
-    firsts = [(s, r) for s, r in firsts if r is not None]
-    eval_s = tuple(v for v in (number(as_dict(r.raw.get("evaluation")).get("eval_s")) for _, r in firsts)
-                   if v is not None)
-    if target is None:
-        return TargetTime(eval_s=eval_s)
-    runs = tuple(x for x in (_run_target(s, r, target) for s, r in firsts) if x is not None)
-    if not runs:
-        return TargetTime(target=target, eval_s=eval_s)
-    return TargetTime(target=target, runs=runs, eval_s=eval_s,
-                      algoperf=stats.algoperf_median([r.got["train_s"] for r in runs]),
-                      mlperf=stats.mlperf_mean([r.got["train_s"] for r in runs]),
-                      samples=stats.algoperf_median([r.got["samples"] for r in runs]))
-
-
-def has_evaluation(w) -> bool:
-    return any(isinstance(r.raw.get("evaluation"), dict) for _, rs in w.seeds for r in rs)
 
 
 # ------------------------------------------------------------------ groups and ranks
