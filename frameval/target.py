@@ -33,13 +33,15 @@ def time_to_target(points, metric, target, higher_is_better) -> dict:
     """{"metric", "target", "higher_is_better", "reached", "train_s", "samples",
     "epochs"} at the first point, in recorded order, whose value reaches the
     target; a point whose value is not a finite number (a diverged run's
-    "nan") reaches nothing. Not reached: the three figures are None."""
+    "nan") reaches nothing. Not reached: the three figures are None; reached
+    at a point that lacks one of them: that one is None."""
     out = {"metric": metric, "target": target, "higher_is_better": bool(higher_is_better), "reached": False,
            **{k: None for k in CUMULATIVE}}
     for p in points if isinstance(points, list) else []:
         v = _finite(p.get("value")) if isinstance(p, dict) else None
         if v is not None and reaches(v, target, higher_is_better):
-            return dict(out, reached=True, **{k: p.get(k) for k in CUMULATIVE})
+            # a figure the point did not record as a finite number is not available (None)
+            return dict(out, reached=True, **{k: _finite(p.get(k)) for k in CUMULATIVE})
     return out
 
 

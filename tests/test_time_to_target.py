@@ -231,3 +231,20 @@ def test_a_workload_without_a_target_says_no_target_at_this_size():
     section = target_section("lenet", rows, S, an)
     assert all(row[1]["t"] == "no target at this size" for row in section["table"]["rows"])
     assert not target_findings("lenet", rows, S, an)
+
+
+def test_malformed_evaluation_records_read_not_available_and_never_crash():
+    S = Strings("en")
+    results = _matrix("/o", _equal(random.Random(0)), seeds=range(3))
+    torch = [r for r in results if r["framework"] == "torch"]
+    torch[0]["evaluation"] = {"points": "x", "eval_s": "nan"}
+    torch[1]["evaluation"]["points"] = [None, 3, {"value": True}, {"value": 0.99, "train_s": "1.0", "samples": None}]
+    torch[2]["evaluation"] = ["not", "a", "dict"]
+    rows, an = _analysed(results)
+    t = an.target(next(w for w in rows if w.fw == "torch"))
+    assert len(t.runs) == 1 and t.runs[0].got["reached"] and t.runs[0].got["train_s"] is None
+    assert t.algoperf["value"] is None and t.algoperf["n"] == 0  # reached, at a time not recorded: not a miss
+    section = target_section("lenet", rows, S, an)
+    assert section["table"]["rows"][0][3]["t"] == "n/a" and section["table"]["rows"][0][2]["t"] == "1/1"
+    text = " ".join(f.text for f in target_findings("lenet", rows, S, an))
+    assert "the quickest is" in text and "PyTorch" not in text  # neither ranked nor called a miss

@@ -123,10 +123,16 @@ def target_of(w) -> TargetTime:
     runs = tuple(x for x in (_run_target(s, r, target) for s, r in firsts) if x is not None)
     if not runs:
         return TargetTime(target=target, eval_s=eval_s)
-    return TargetTime(target=target, runs=runs, eval_s=eval_s,
-                      algoperf=stats.algoperf_median([r.got["train_s"] for r in runs]),
-                      mlperf=stats.mlperf_mean([r.got["train_s"] for r in runs]),
-                      samples=stats.algoperf_median([r.got["samples"] for r in runs]))
+    times, samples = _to_target(runs, "train_s"), _to_target(runs, "samples")
+    return TargetTime(target=target, runs=runs, eval_s=eval_s, algoperf=stats.algoperf_median(times),
+                      mlperf=stats.mlperf_mean(times), samples=stats.algoperf_median(samples))
+
+
+def _to_target(runs, key) -> list:
+    """Each run's `key` to target, None where it missed (stats reads None as
+    infinite); a run that reached the target at a point without that figure
+    is left out: its time is not available, not infinite."""
+    return [r.got[key] for r in runs if not (r.got["reached"] and r.got[key] is None)]
 
 
 def has_evaluation(w) -> bool:

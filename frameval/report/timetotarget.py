@@ -175,11 +175,14 @@ def _item(w, an, S) -> str:
     return S("ttt_item", run=w.label, time=scored(an.target(w).algoperf, S), sps=fmt.rate(w.samples_per_s))
 
 
-def _ranking(wl, grows, target, S, an) -> Finding:
+def _ranking(wl, grows, target, S, an) -> Finding | None:
     """The group's time to target in one sentence, beside each run's samples/s:
     the quickest, the runs whose interval overlaps its own (not ordered against
     it), the slower ones, the ones that did not reach the target."""
-    order = sorted(grows, key=lambda w: _median_of(w, an))
+    order = sorted([w for w in grows if (an.target(w).algoperf or {}).get("value") is not None],
+                   key=lambda w: _median_of(w, an))  # a time not available is neither ranked nor a miss
+    if not order:
+        return None
     kw = dict(workload=wl_name(S, wl), target=target_text(target, S), n=max(len(an.target(w).runs) for w in grows))
     missed = [w for w in order if math.isinf(_median_of(w, an))]
     reached = [w for w in order if w not in missed]
@@ -206,7 +209,8 @@ def target_findings(wl, wrows, S, an) -> list:
     for every run the parity check flags."""
     out = []
     for key, grows in target_groups(wrows, an).items():
-        out.append(_ranking(wl, grows, key[-1], S, an))
+        ranking = _ranking(wl, grows, key[-1], S, an)
+        out += [ranking] if ranking else []
         got = parity(grows, an)
         for label, ln in got["lines"].items():
             if ln["flagged"]:
