@@ -176,6 +176,10 @@ def test_the_report_s_cells_equal_a_recomputation_from_the_result_files_and_its_
     info = report.build([str(tmp_path / "src")], tmp_path / "out", lang="en")
     md = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
     assert "> ⚠️ **Convergence parity, LeNet-5 (MNIST classification): MindSpore graph needs a median of 180,000 samples" in md and not info["problems"]
+    html = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+    alerts = html[html.index('id="alerts"'):html.index("</div>", html.index('id="alerts"'))]
+    assert "Convergence parity, LeNet-5 (MNIST classification): MindSpore graph" in alerts
+    assert 'id="ttt-lenet"' in html and 'id="table-ttt-lenet"' in html
     S = Strings("en")
     from frameval.report.timetotarget import _samples, scored
     for fw, runs in _recomputed(tmp_path / "src").items():
