@@ -13,6 +13,11 @@ compared too (`check_change`): a version whose check errors against the same
 float64 reference differ by more than the check's tolerance computes a
 different function.
 
+Time to a target quality (`algoperf_median`, `mlperf_mean`) and the
+convergence-parity test across frameworks (`convergence_parity`: Mann-Whitney
+U of each against the rest pooled, Holm-corrected) are here too
+(docs/time-to-target.md).
+
 Pure functions of numbers and check records: the report's tables that show
 them are in frameval/report/comparison.py. A ranking's speed ratios and their
 intervals are frameval/speed.py's, the one speed estimate.
@@ -209,7 +214,7 @@ def _times(values) -> list:
 
 
 def _median(xs) -> float:
-    return statistics.median(sorted(xs)) if xs else INF  # (inf + inf) / 2 is inf: no NaN
+    return statistics.median(xs) if xs else INF  # misses are +inf only: (x + inf) / 2 is inf, never NaN
 
 
 def mlperf_statistic(xs) -> float:
