@@ -13,6 +13,11 @@ compared too (`check_change`): a version whose check errors against the same
 float64 reference differ by more than the check's tolerance computes a
 different function.
 
+Time to a target quality (`algoperf_median`, `mlperf_mean`) and the
+convergence-parity test across frameworks (`convergence_parity`: Mann-Whitney
+U of each against the rest pooled, Holm-corrected) are here too
+(docs/time-to-target.md).
+
 Pure functions of numbers and check records: the report's tables that show
 them are in frameval/report/comparison.py. A ranking's speed ratios and their
 intervals are frameval/speed.py's, the one speed estimate.
@@ -203,3 +208,117 @@ def seed_difference(a: dict, b: dict, tol: float = 0.0, draws: int = SEED_DRAWS,
         return dict(out, verdict="same")
     verdict = "higher" if out["lo"] > 0 else "lower" if out["hi"] < 0 else "same"
     return dict(out, verdict=verdict)
+
+
+# ------------------------------------------------------------------ time to target
+# MLPerf Training's and AlgoPerf's scoring of a time (or a sample count) to a
+# target quality over runs of different seeds. A run that missed the target
+# counts as an infinite time: it can move a median or a mean to "not reached",
+# never shorten it. The 95% intervals are percentile bootstraps over the seeds
+# with the fixed draws of the quality functions above; a bound may be infinite.
+MLPERF_MIN_RUNS = 5   # MLPerf drops the fastest and the slowest of at least 5 runs
+PARITY_MIN_RUNS = 3   # a rank test of fewer runs a framework has no power at all
+PARITY_ALPHA = 0.05
+INF = float("inf")
+
+
+def _times(values) -> list:
+    """Each run's time as a float: None (missed the target) is infinite; a NaN is no run."""
+    out = []
+    for v in values:
+        x = INF if v is None else float(v)
+        if x == x:
+            out.append(x)
+    return out
+
+
+def _median(xs) -> float:
+    return statistics.median(xs) if xs else INF  # misses are +inf only: (x + inf) / 2 is inf, never NaN
+
+
+def mlperf_statistic(xs) -> float:
+    """The mean of the runs without the fastest and the slowest; infinite
+    where a run that is averaged missed the target."""
+    kept = sorted(xs)[1:-1]
+    return INF if any(math.isinf(x) for x in kept) else _mean(kept)
+
+
+def _interval(xs, statistic, draws: int, seed: int) -> tuple:
+    """The percentile bootstrap of `statistic` ("median" or "mlperf") over the
+    runs, as _boot's, vectorised with numpy: a report ranks every run of every
+    framework this way, and a draw at a time costs seconds per report."""
+    if len(xs) < MIN_SEEDS:
+        return None, None
+    import numpy as np
+    reps = np.sort(np.asarray(xs, dtype=float)[np.random.default_rng(seed).integers(0, len(xs), (draws, len(xs)))],
+                   axis=1)
+    if statistic == "median":  # +inf only (misses), so a mean of two middles is never NaN
+        got = np.median(reps, axis=1)
+    else:
+        kept = reps[:, 1:-1]
+        got = np.where(np.isinf(kept).any(axis=1), INF, kept.mean(axis=1))
+    got = np.sort(got)
+    return float(got[int(0.025 * (draws - 1))]), float(got[int(0.975 * (draws - 1))])
+
+
+def algoperf_median(values, draws: int = SEED_DRAWS, seed: int = 0) -> dict:
+    """AlgoPerf's score of runs (one value per seed, None where the target was
+    missed): the median, infinite where half the runs or more missed.
+    {"value", "lo", "hi", "n", "reached" (runs that reached the target)}."""
+    xs = _times(values)
+    lo, hi = _interval(xs, "median", draws, seed)
+    return {"value": _median(xs) if xs else None, "lo": lo, "hi": hi, "n": len(xs),
+            "reached": sum(1 for x in xs if math.isfinite(x))}
+
+
+def mlperf_mean(values, draws: int = SEED_DRAWS, seed: int = 0) -> dict:
+    """MLPerf Training's score: with MLPERF_MIN_RUNS runs or more, the mean
+    without the fastest and the slowest run (infinite where one averaged run
+    missed the target), with its bootstrap interval; with fewer, value None and
+    `reason` "too_few". {"value", "lo", "hi", "n", "reason"}."""
+    xs = _times(values)
+    if len(xs) < MLPERF_MIN_RUNS:
+        return {"value": None, "lo": None, "hi": None, "n": len(xs), "reason": "too_few"}
+    lo, hi = _interval(xs, "mlperf", draws, seed)
+    return {"value": mlperf_statistic(xs), "lo": lo, "hi": hi, "n": len(xs), "reason": ""}
+
+
+def holm(ps) -> list:
+    """Holm's step-down adjustment of p-values, in their order: the k-th
+    smallest times (m - k + 1), never below an earlier one, at most 1."""
+    order = sorted(range(len(ps)), key=lambda i: ps[i])
+    out, running = [1.0] * len(ps), 0.0
+    for k, i in enumerate(order):
+        running = max(running, min(1.0, (len(ps) - k) * ps[i]))
+        out[i] = running
+    return out
+
+
+def _rank_p(a, b) -> float:
+    """Two-sided Mann-Whitney p of a against b, by the normal approximation
+    with tie correction (evaluation points make equal sample counts common);
+    infinite values (missed targets) rank above every finite one."""
+    from scipy.stats import mannwhitneyu
+    big = max([x for x in a + b if math.isfinite(x)], default=0.0) + 1.0
+    fa, fb = ([x if math.isfinite(x) else big for x in s] for s in (a, b))  # one rank for every miss
+    p = float(mannwhitneyu(fa, fb, alternative="two-sided", method="asymptotic").pvalue)
+    return p if math.isfinite(p) else 1.0  # all values equal: no evidence of a difference
+
+
+def convergence_parity(groups: dict, alpha: float = PARITY_ALPHA) -> dict:
+    """Whether a framework needs other numbers of samples to reach the target
+    than the rest: {name: [samples to target per run, None where missed]} ->
+    {"ok", "reason", "runs", "lines": {name: {"n", "median", "pooled_median",
+    "p", "p_holm", "flagged"}}}: each group's values against the others'
+    pooled, two-sided, Holm-corrected across the groups. `ok` False (reason
+    "too_few") with fewer than 2 groups or a group of fewer than PARITY_MIN_RUNS runs."""
+    xs = {k: _times(v) for k, v in groups.items()}
+    runs = sum(len(v) for v in xs.values())
+    if len(xs) < 2 or any(len(v) < PARITY_MIN_RUNS for v in xs.values()):
+        return {"ok": False, "reason": "too_few", "runs": runs, "lines": {}}
+    names = list(xs)
+    pooled = {k: [x for o in names if o != k for x in xs[o]] for k in names}
+    ps = [_rank_p(xs[k], pooled[k]) for k in names]
+    lines = {k: {"n": len(xs[k]), "median": _median(xs[k]), "pooled_median": _median(pooled[k]), "p": p,
+                 "p_holm": ph, "flagged": ph < alpha} for k, p, ph in zip(names, ps, holm(ps))}
+    return {"ok": True, "reason": "", "runs": runs, "lines": lines}

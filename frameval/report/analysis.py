@@ -8,7 +8,11 @@ here, built once per report by `analyse`:
   framework's own GEMM (report/peak.py): `an.peak(w)`;
 - each row's quality over its seeds, one value per seed (the mean of that
   seed's repeats), with a 95% interval from three seeds on (stats.seed_mean):
-  `an.quality(w)`.
+  `an.quality(w)`;
+- each row's time to its workload's target quality over its seeds,
+  recomputed from the evaluation points, by AlgoPerf's and MLPerf's rules
+  (stats.algoperf_median, stats.mlperf_mean): `an.target(w)`, which
+  report/timetotarget.py lays out.
 
 A row is its own key (rows compare by identity), so two rows that read alike
 never share an analysis.
@@ -20,7 +24,9 @@ from types import MappingProxyType
 from typing import Mapping
 
 from .. import speed, stats
-from ..result import COMPLETED, number
+from .. import target as tt
+from ..catalog import WORKLOAD_BY_KEY
+from ..result import COMPLETED, as_dict, number
 from .model import fastest_by_group, run_windows, speed_ratio
 from .peak import NO_PEAK, Peak, peak_of
 
@@ -54,11 +60,91 @@ def quality_of(w) -> SeedQuality:
     return SeedQuality(tuple(per_seed), m["mean"], m["lo"], m["hi"], m["n"])
 
 
+# ------------------------------------------------------------------ time to target
+# One run per seed: a seed's first completed run (its repeats train the same
+# steps to the same quality; only seeds are replicates of the quality curve).
+@dataclass(frozen=True)
+class RunTarget:
+    """One seed's run: its time to target recomputed from its points, and the
+    result's own record of it (None where the run wrote none)."""
+    seed: object
+    got: dict
+    recorded: dict | None
+
+    @property
+    def agrees(self) -> bool:
+        """The recorder's figure equals the recomputation (or was not recorded)."""
+        return self.recorded is None or all(self.recorded.get(k) == self.got.get(k)
+                                            for k in ("reached",) + tt.CUMULATIVE)
+
+
+@dataclass(frozen=True)
+class TargetTime:
+    """A row's time to target over its seeds; `target` None: none at this size."""
+    target: tuple | None = None
+    runs: tuple = ()           # (RunTarget, ...): the seeds whose run recorded evaluation points
+    eval_s: tuple = ()         # every seed's evaluation seconds, where recorded
+    algoperf: dict | None = None
+    mlperf: dict | None = None
+    samples: dict | None = None  # AlgoPerf's median applied to samples to target
+
+    @property
+    def reached(self) -> int:
+        return sum(1 for r in self.runs if r.got["reached"])
+
+
+NO_TARGET = TargetTime()
+
+
+def _first_completed(results):
+    return next((r for r in results if r.status in COMPLETED), None)
+
+
+def _run_target(seed, r, target) -> RunTarget | None:
+    ev = as_dict(r.raw.get("evaluation"))
+    got = tt.from_evaluation(ev, target)
+    if got is None:
+        return None
+    rec = r.raw.get("time_to_target")
+    return RunTarget(seed, got, rec if isinstance(rec, dict) else None)
+
+
+def target_of(w) -> TargetTime:
+    """The row's TargetTime: every seed's first completed run, its time to
+    target recomputed from its evaluation points."""
+    wl = WORKLOAD_BY_KEY.get(w.workload)
+    target = wl.target(w.result.params) if wl else None
+    firsts = [(seed, _first_completed(rs)) for seed, rs in w.seeds]
+    firsts = [(s, r) for s, r in firsts if r is not None]
+    eval_s = tuple(v for v in (number(as_dict(r.raw.get("evaluation")).get("eval_s")) for _, r in firsts)
+                   if v is not None)
+    if target is None:
+        return TargetTime(eval_s=eval_s)
+    runs = tuple(x for x in (_run_target(s, r, target) for s, r in firsts) if x is not None)
+    if not runs:
+        return TargetTime(target=target, eval_s=eval_s)
+    times, samples = _to_target(runs, "train_s"), _to_target(runs, "samples")
+    return TargetTime(target=target, runs=runs, eval_s=eval_s, algoperf=stats.algoperf_median(times),
+                      mlperf=stats.mlperf_mean(times), samples=stats.algoperf_median(samples))
+
+
+def _to_target(runs, key) -> list:
+    """Each run's `key` to target, None where it missed (stats reads None as
+    infinite); a run that reached the target at a point without that figure
+    is left out: its time is not available, not infinite."""
+    return [r.got[key] for r in runs if not (r.got["reached"] and r.got[key] is None)]
+
+
+def has_evaluation(w) -> bool:
+    return any(isinstance(r.raw.get("evaluation"), dict) for _, rs in w.seeds for r in rs)
+
+
 @dataclass(frozen=True)
 class Analysis:
     intervals: Mapping = field(default_factory=lambda: MappingProxyType({}))
     peaks: Mapping = field(default_factory=lambda: MappingProxyType({}))
     qualities: Mapping = field(default_factory=lambda: MappingProxyType({}))
+    targets: Mapping = field(default_factory=lambda: MappingProxyType({}))
 
     def interval(self, w):
         """speed.ratio_interval's dict for w against its group's fastest, or
@@ -75,6 +161,9 @@ class Analysis:
 
     def quality(self, w) -> SeedQuality:
         return self.qualities.get(w, NO_QUALITY)
+
+    def target(self, w) -> TargetTime:
+        return self.targets.get(w, NO_TARGET)
 
 
 def speed_intervals(rows) -> dict:
@@ -104,4 +193,6 @@ def analyse(rows, by_source=None, problems=None, S=None) -> Analysis:
         peaks = all_peaks() if problems is None else problems.run(S("what_section", name=S("h_peak")), all_peaks,
                                                                    default=lambda it: {})
     qualities = {w: quality_of(w) for w in rows if w.ok}
-    return Analysis(MappingProxyType(intervals), MappingProxyType(peaks or {}), MappingProxyType(qualities))
+    targets = {w: target_of(w) for w in rows if w.ok}
+    return Analysis(MappingProxyType(intervals), MappingProxyType(peaks or {}), MappingProxyType(qualities),
+                    MappingProxyType(targets))

@@ -35,6 +35,7 @@ from .highapi import api_section
 from .peak import gemm_table, machines, peak_text
 from .scaling import scaling_section
 from .versions import version_section
+from .timetotarget import target_section
 from .tables import code_size_table, error_entries, memory_table, scope_notes, workload_table
 
 
@@ -136,12 +137,15 @@ def _section(wl, wrows, loaded, S, problems, charts, code_counts, request, asset
                          request["name"], assets_dir, problems,
                          default=lambda it: {"charts": [{"error": it["text"], "caption": name}], "gifs": [], "grids": [],
                                              "prediction": None})
+    target = problems.run(S("what_table", name=S("h_ttt") + " · " + name), target_section, wl, wrows, S, an,
+                          default=lambda it: {"table": {"id": f"table-ttt-{wl}", "error": it["text"], "headers": [],
+                                                        "rows": []}, "intro": "", "notes": [], "anchor": f"ttt-{wl}"})
     notes = sorted({n for w in wrows for n in w.result.notes if isinstance(n, str)})
     run_notes = [{"label": w.label, "notes": [str(n) for n in w.result.notes]} for w in wrows if w.result.notes]
     extra = WORKLOAD_BY_KEY[wl].intro_extra(wrows, S) if wl in WORKLOAD_BY_KEY else None
     intro = S("intro_" + wl) + (" " + extra if extra else "")
     return {"id": wl, "anchor": f"wl-{wl}", "name": name, "intro": intro, "table": table, "memory": memory,
-            "media": media, "notes": notes, "run_notes": run_notes, "scope_notes": scope_notes(wrows),
+            "media": media, "target": target, "notes": notes, "run_notes": run_notes, "scope_notes": scope_notes(wrows),
             "repeats": any(w.steady_kind == "repeats" for w in wrows)}
 
 

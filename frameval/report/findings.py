@@ -12,6 +12,7 @@ from .media import dev_suffix, group_suffix, ranking_groups, wl_name
 from .model import at_faster_mode, speed_ratio
 from .peak import peak_findings
 from .tables import QUALITY_DIFF, QUALITY_FORMAT
+from .timetotarget import target_findings
 
 MEMORY_TIE = 0.02  # peak memories closer than this are not ranked
 
@@ -296,6 +297,7 @@ def findings(rows, wls, S, errors, check_failed, audits, problems, an, versions=
         add(S("what_findings", kind=S("h_findings_speed"), workload=name), speed_findings, wl, wrows, S, an)
         add(S("what_findings", kind=S("h_findings_memory"), workload=name), memory_findings, wl, wrows, S)
         add(S("what_findings", kind=S("h_findings_speed"), workload=name), peak_findings, wl, wrows, S, an)
+        add(S("what_findings", kind=S("h_ttt"), workload=name), target_findings, wl, wrows, S, an)
         q = problems.run(S("what_findings", kind=S("h_findings_quality"), workload=name), quality_finding, wl, wrows, S, an,
                          default=lambda it: it)
         if isinstance(q, dict):

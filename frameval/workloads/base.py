@@ -155,10 +155,21 @@ class Workload:
     intro_extra: Callable = _no_finding   # (wrows, S) -> text after the intro, or None
     quality_finding: Callable = _no_finding  # (S, fmt, name, best, worst, show) or (S, fmt, name, vals)
     seed_spread: dict = field(default_factory=dict)  # data_name -> SeedSpread, where measured
+    # ---- time to target (frameval/target.py): per data set (`data_name(params)`)
+    # (metric, value, higher_is_better), or None where no target is set for it
+    # yet; a data set absent here has none either (e.g. a GAN: no score)
+    targets: dict = field(default_factory=dict)
 
     def final(self, result: dict):
         """The run's quality figure, or None."""
         return final_value(result, self.quality.key) if self.quality.per_epoch else result.get(self.quality.key)
+
+    def target(self, params: dict):
+        """(metric, value, higher_is_better) the run's quality must reach, or
+        None: keyed by the data set, because the reachable quality depends on
+        how much data trains (a target for full MNIST is out of reach of 4,000 digits)."""
+        got = self.targets.get(self.data_name(params or {}))
+        return tuple(got) if got else None
 
     def network(self, name: str) -> Network | None:
         return next((n for n in self.networks if n.name == name), None)

@@ -61,4 +61,7 @@ WORKLOAD = Workload(
     curves=(("train_loss", "axis_loss"), ("test_loss", "axis_loss"), ("test_acc", "axis_accuracy")),
     figures=(Figure("col_test_loss", "test_loss", "sig4", False),),
     quality_finding=_finding,
+    # Full MNIST: 98.5% test accuracy, within LeNet-5's reach in the spec's 5
+    # epochs. The embedded 4,000 digits: none yet (to be set from measured curves).
+    targets={"mnist-full": ("test_acc", 0.985, True), "mnist-embedded": None},
 )
