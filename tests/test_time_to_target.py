@@ -52,8 +52,9 @@ def test_a_lower_is_better_metric_reaches_its_target_from_above_and_nan_reaches_
 
 def test_a_target_is_the_workload_record_s_per_data_set_and_old_results_have_none():
     assert TARGET == ("test_acc", 0.985, True)
-    assert get("lenet").target({}) is None and get("lenet").target({"dataset": "embedded"}) is None
-    assert get("dcgan").target({"dataset": "full"}) is None and get("lstm").target({}) is None
+    assert get("lenet").target({}) == get("lenet").target({"dataset": "embedded"}) == ("test_acc", 0.94, True)
+    assert get("lstm").target({}) == ("val_r2", 0.90, True)
+    assert get("dcgan").target({"dataset": "full"}) is None and get("dcgan").target({}) is None
     assert tt.from_evaluation(None, TARGET) is None and tt.from_evaluation({"points": []}, TARGET) is None
     assert tt.from_evaluation({"points": [_pt(0, 0.99)]}, None) is None
     assert tt.from_evaluation({"metric": "test_loss", "points": [_pt(0, 0.99)]}, TARGET) is None
@@ -227,7 +228,8 @@ def test_a_recorded_figure_that_differs_from_its_points_is_flagged():
     assert cell["cls"] == "flag" and "differs from the recomputation" in cell["title"]
 
 
-def test_a_workload_without_a_target_says_no_target_at_this_size():
+def test_a_workload_without_a_target_says_no_target_at_this_size(monkeypatch):
+    monkeypatch.delitem(get("lenet").targets, "mnist-embedded")  # a data set with no target
     S = Strings("en")
     results = [{**r, "params": {**r["params"], "dataset": "embedded"}} for r in _matrix("/o", _equal(random.Random(0)),
                                                                                         seeds=range(1))]

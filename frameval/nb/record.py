@@ -23,6 +23,7 @@ import numpy as np
 from .. import cpu as _cpu
 from .. import speed
 from .. import files
+from .. import target as _target
 from .. import workloads
 from ..schema import SCHEMA_VERSION as SCHEMA  # noqa: F401 - the recorder's version, named here for readers
 from ..schema import Plan, new_result
@@ -527,7 +528,8 @@ class Recorder:
         (None where the workload has no target at this size or nothing was evaluated)."""
         ev = self.evaluation
         self.result["evaluation"] = ev.record() if ev and ev.points else None
-        self.result["time_to_target"] = None
+        self.result["time_to_target"] = _target.from_evaluation(
+            self.result["evaluation"], workloads.get(self.workload).target(self.params))
 
     def write_partial(self):
         self._summarise_light()

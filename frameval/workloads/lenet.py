@@ -63,5 +63,8 @@ WORKLOAD = Workload(
     quality_finding=_finding,
     # Full MNIST: 98.5% test accuracy, within LeNet-5's reach in the spec's 5
     # epochs. The embedded 4,000 digits: none yet (to be set from measured curves).
-    targets={"mnist-full": ("test_acc", 0.985, True), "mnist-embedded": None},
+    # Full MNIST: the hackathon's bar (it reached 98.6% in 5 epochs). The embedded 4,000 digits: 94%, the
+    # round figure every framework passed between its third and fourth epoch in the quick profile's curves
+    # (88.8-89.3% after 1, 93.3-93.8% after 3, 94.6-95.2% after 4, 95.3-95.5% after 5; docs/time-to-target.md).
+    targets={"mnist-full": ("test_acc", 0.985, True), "mnist-embedded": ("test_acc", 0.94, True)},
 )

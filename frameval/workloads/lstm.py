@@ -70,5 +70,8 @@ WORKLOAD = Workload(
     figures=(Figure("col_val_rmse", "val_rmse", "sig3", False), Figure("col_predict_ms", "predict_ms", "millis", False),
              Figure("col_model_size", "model_bytes", "kib", False), Figure("col_load_ms", "load_ms", "millis", False)),
     media=("prediction",), quality_finding=_finding,
-    targets={"series-co2": None},  # a validation R² target: to be set from measured curves
+    # R² 0.90: the quick profile's curve (seed 0, all seven alike to 4 digits) passes it in epoch 12 of 15
+    # (0.81 after 10, 0.91 after 12, 0.90 after 13, 0.94 after 14, 0.93 after 15): late enough to tell a port
+    # that converges slower, early enough that a seed which is a little slower still reaches it.
+    targets={"series-co2": ("val_r2", 0.90, True)},
 )
