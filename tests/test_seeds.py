@@ -2,6 +2,7 @@
 and cache key; the report folds a run's seeds into one row, gives its quality
 a 95% interval over seeds, and compares frameworks seed by seed (docs/seeds.md)."""
 import json
+import math
 
 import pytest
 
@@ -187,6 +188,39 @@ def test_a_real_seeded_matrix_reports_quality_intervals_equal_to_the_result_file
     for w in rows:  # the table's quality cell: the mean and its interval
         q = analyse(rows).quality(w)
         assert f"| {q.mean * 100:.2f}% ({q.lo * 100:.2f}%–{q.hi * 100:.2f}%) |" in md
+
+
+def test_a_real_seeded_matrix_reports_time_to_target_equal_to_the_result_files(seeded):
+    """Each run's evaluation points (4 an epoch), its recorded time to target equal
+    to a recomputation from those points, and the report's time-to-target table
+    equal to the recomputation over the seeds."""
+    from frameval import target
+    from frameval.nb import evaluation
+    from frameval.workloads import get
+    out = seeded["out"]
+    md = (out / "report.md").read_text(encoding="utf-8")
+    goal = get("lenet").target({"dataset": "embedded"})
+    for fw in ("torch", "mxnet"):
+        folders = [out / "runs" / fw / "lenet-eager", *(out / "runs" / fw / "lenet-eager" / f"seed-{s}" for s in (1, 2))]
+        recs = [json.loads((d / RESULT).read_text()) for d in folders]
+        for r in recs:
+            pts = r["evaluation"]["points"]
+            # 320 samples, batch 64: 5 steps, evaluated after steps 2, 3, 4 and 5
+            assert [p["step"] for p in pts] == sorted(evaluation.due_steps(5)) == [2, 3, 4, 5]
+            assert [p["epochs"] for p in pts] == [0.4, 0.6, 0.8, 1.0] and r["evaluation"]["metric"] == "test_acc"
+            assert pts[-1]["value"] == pytest.approx(r["test_acc"], abs=1e-9)  # the last point is the final model
+            # training so far, evaluation excluded: at most the epoch's seconds (which add the loss read-back after the loop)
+            assert 0 < pts[0]["train_s"] < pts[-1]["train_s"] <= r["epochs"][0]["seconds"]
+            assert r["time_to_target"] == target.from_evaluation(r["evaluation"], goal)
+        got = [target.from_evaluation(r["evaluation"], goal) for r in recs]
+        times = [g["train_s"] if g["reached"] else None for g in got]
+        med = stats.algoperf_median(times)
+        reached = sum(g["reached"] for g in got)
+        name = {"torch": "PyTorch", "mxnet": "MXNet"}[fw]
+        line = next(ln for ln in md.splitlines() if ln.startswith(f"| {name} eager | Test accuracy ≥ 94.00% |"))
+        cells = [c.strip().strip("*") for c in line.split("|")[1:-1]]
+        assert cells[2] == f"{reached}/3"
+        assert (cells[3] == "not reached") == math.isinf(med["value"])
 
 
 def test_a_rerun_with_the_same_seeds_reuses_every_one(seeded):

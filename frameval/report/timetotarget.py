@@ -50,7 +50,8 @@ def rank_ranges(grows, an) -> dict:
     only of those wholly above, so two rows whose intervals overlap share
     ranks and are not ordered. Rows without an interval get no rank."""
     ivs = {w: _bounds(an.target(w)) for w in grows}
-    ivs = {w: b for w, b in ivs.items() if b[0] is not None}
+    # a row whose every seed missed has nothing to rank: "not reached" says it all
+    ivs = {w: b for w, b in ivs.items() if b[0] is not None and not math.isinf(b[0])}
     out = {}
     for w, (lo, hi) in ivs.items():
         ahead = sum(1 for x, (_, xhi) in ivs.items() if x is not w and xhi < lo)
@@ -82,6 +83,8 @@ def scored(d, S, show=_seconds) -> str:
     if not d or d.get("value") is None:
         return fmt.NA
     text = show(d["value"], S)
+    if math.isinf(d["value"]) and d.get("lo") is not None and math.isinf(d["lo"]):
+        return text  # every draw missed: "not reached (not reached–not reached)" says nothing more
     if d.get("lo") is not None:
         text += f" ({show(d['lo'], S)}–{show(d['hi'], S)})"
     return text
