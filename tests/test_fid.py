@@ -1,0 +1,119 @@
+"""The DCGAN's quality figure (frameval/nb/fid.py): the Fréchet distance in a
+fixed numpy MNIST classifier's feature space. Unit-level: no notebook runs
+(the real DCGAN runs' distances are checked in tests/test_pipeline.py)."""
+import re
+
+import numpy as np
+import pytest
+
+from frameval import data
+from frameval.nb import fid
+from frameval.nb.data import NoiseStream, fixed_noise, load_mnist
+from frameval.paths import REPO
+
+pytestmark = pytest.mark.fast
+
+
+@pytest.fixture(scope="module")
+def embedded():
+    data.prepare_mnist_embedded()  # the default cache; reused when there
+    return load_mnist("embedded")
+
+
+def _full_or_skip():
+    if not (data.full_cache_meta() or {}).get("sha256"):
+        pytest.skip("full MNIST is not prepared here (run_all.py --setup-only --data full)")
+    return load_mnist("full")
+
+
+def _halves(x):
+    """Two disjoint halves, interleaved: full MNIST's test set is ordered by
+    writer group (its first 5,000 digits are the cleaner ones), so the first
+    half against the second would measure that, not the estimator."""
+    return x[0::2], x[1::2]
+
+
+def _documented() -> dict:
+    """The accuracies docs/workloads.md documents, per test set."""
+    text = (REPO / "docs" / "workloads.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| (full|embedded) MNIST test set \| ([\d,]+) \| ([\d.]+)% \|", text, re.M)
+    assert {r[0] for r in rows} == {"full", "embedded"}, "docs/workloads.md lost the classifier's accuracy table"
+    return {name: (int(n.replace(",", "")), acc) for name, n, acc in rows}
+
+
+def test_the_weights_are_small_and_the_features_64():
+    assert fid.WEIGHTS.stat().st_size < 1_000_000
+    f, logits = fid.forward(np.zeros((3, 1, 28, 28), np.float32))
+    assert f.shape == (3, 64) and logits.shape == (3, 10)
+
+
+def test_real_against_real_is_near_zero_and_noise_against_real_large(embedded):
+    a, b = _halves(embedded.x_test)
+    real = fid.frechet_distance(*fid.statistics(fid.forward(a)[0]), *fid.statistics(fid.forward(b)[0]))
+    noise = fid.score(np.random.RandomState(0).uniform(-1, 1, (len(embedded.x_test), 28, 28)), "embedded")
+    # the same test digits against their own statistics: 0 up to rounding
+    assert fid.score(embedded.x_test, "embedded") == pytest.approx(0, abs=1e-6)
+    assert real < noise / 20 and noise > 100, (real, noise)
+
+
+def test_full_mnist_halves_near_zero():
+    full = _full_or_skip()
+    a, b = _halves(full.x_test)
+    real = fid.frechet_distance(*fid.statistics(fid.forward(a)[0]), *fid.statistics(fid.forward(b)[0]))
+    noise = fid.score(np.random.RandomState(1).uniform(-1, 1, (5000, 1, 28, 28)), "full")
+    assert real < noise / 50, (real, noise)
+
+
+def test_every_layout_gives_the_same_distance(embedded):
+    x = embedded.x_test[:200]  # (N, 1, 28, 28)
+    d = fid.score(x, "embedded")
+    assert fid.score(x[:, 0], "embedded") == d == fid.score(x.transpose(0, 2, 3, 1), "embedded")
+    with pytest.raises(ValueError):
+        fid.score(x.reshape(200, 784), "embedded")
+
+
+@pytest.mark.parametrize("name", ["embedded", "full"])
+def test_the_accuracy_is_as_documented(name, embedded):
+    d = embedded if name == "embedded" else _full_or_skip()
+    n, documented = _documented()[name]
+    acc = (fid.forward(d.x_test)[1].argmax(1) == d.y_test).mean()
+    assert len(d.y_test) == n and f"{acc * 100:.2f}" == documented
+
+
+def test_frechet_distance_equals_the_direct_formula():
+    scipy_linalg = pytest.importorskip("scipy.linalg")
+    rng = np.random.RandomState(7)
+    for dim in (1, 3, 8):
+        a, b = rng.randn(50, dim), rng.randn(40, dim) @ rng.randn(dim, dim) + 0.5
+        mu1, s1 = a.mean(0), np.atleast_2d(np.cov(a, rowvar=False))
+        mu2, s2 = b.mean(0), np.atleast_2d(np.cov(b, rowvar=False))
+        direct = ((mu1 - mu2) ** 2).sum() + np.trace(s1 + s2 - 2 * scipy_linalg.sqrtm(s1 @ s2).real)
+        assert fid.frechet_distance(mu1, s1, mu2, s2) == pytest.approx(direct, rel=1e-7, abs=1e-9)
+
+
+def test_a_singular_covariance_gives_a_finite_distance():
+    f = np.random.RandomState(3).randn(30, 5)
+    f[:, 2] = 0  # a dead ReLU feature: the covariance is singular
+    d = fid.frechet_distance(*fid.statistics(f), *fid.statistics(f[::-1] + 1))
+    assert np.isfinite(d) and d == pytest.approx(5.0, rel=1e-6)  # equal covariances: the mean term alone
+
+
+def test_the_noise_is_fixed_and_its_own_stream():
+    z = fid.noise(0, fid.N)
+    assert z.shape == (fid.N, 100) and z.dtype == np.float32
+    assert np.array_equal(z, fid.noise(0, fid.N)) and not np.array_equal(z, fid.noise(1, fid.N))
+    assert np.array_equal(fid.noise(0, 10), z[:10])  # a prefix: fewer samples see the same first vectors
+    training = [NoiseStream(0, e).next(16) for e in range(3)] + [fixed_noise(0)]
+    assert not any(np.allclose(t, z[:16]) for t in training)
+
+
+def test_evaluate_calls_the_generator_in_batches_with_the_fixed_noise(embedded):
+    seen = []
+
+    def generate(z):
+        seen.append(z.copy())
+        return np.tanh(z[:, :1, None].repeat(28, 1).repeat(28, 2))  # (b, 28, 28) in [-1, 1]
+
+    d = fid.evaluate(generate, 0, "embedded", n=1200, batch=500)
+    assert [len(z) for z in seen] == [500, 500, 200]
+    assert np.array_equal(np.concatenate(seen), fid.noise(0, 1200)) and d > 0 and np.isfinite(d)
