@@ -36,7 +36,7 @@ def _halves(x):
 def _documented() -> dict:
     """The accuracies docs/workloads.md documents, per test set."""
     text = (REPO / "docs" / "workloads.md").read_text(encoding="utf-8")
-    rows = re.findall(r"^\| (full|embedded) MNIST test set \| ([\d,]+) \| ([\d.]+)% \|", text, re.M)
+    rows = re.findall(r"^\s*\| (full|embedded) MNIST test set \| ([\d,]+) \| ([\d.]+)% \|", text, re.M)
     assert {r[0] for r in rows} == {"full", "embedded"}, "docs/workloads.md lost the classifier's accuracy table"
     return {name: (int(n.replace(",", "")), acc) for name, n, acc in rows}
 
