@@ -163,7 +163,8 @@ def _seeds_finding(name, workload, seeded, S, an) -> str:
         else:
             parts.append(S("quality_too_few", run=w.label))
     how = S("quality_paired") if paired == {True} else S("quality_unpaired")
-    return S("finding_quality_seeds_ranked", best=best.label, others=S.join(parts), how=how, **kw)
+    key = "finding_quality_seeds_ranked" if q.higher_is_better else "finding_quality_seeds_ranked_lowest"
+    return S(key, best=best.label, others=S.join(parts), how=how, **kw)
 
 
 def run_findings(rows, errors, check_failed, S) -> list:
