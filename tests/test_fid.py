@@ -117,3 +117,46 @@ def test_evaluate_calls_the_generator_in_batches_with_the_fixed_noise(embedded):
     d = fid.evaluate(generate, 0, "embedded", n=1200, batch=500)
     assert [len(z) for z in seen] == [500, 500, 200]
     assert np.array_equal(np.concatenate(seen), fid.noise(0, 1200)) and d > 0 and np.isfinite(d)
+
+
+# ------------------------------------------------------------------ the report
+def _dcgan(fw, seed, value, root="/o"):
+    d = f"{root}/runs/{fw}/dcgan-graph" + (f"/seed-{seed}" if seed else "")
+    r = {"framework": fw, "workload": "dcgan", "mode": "graph", "device": "cpu", "status": "ok",
+         "params": {"seed": seed, "lr": 1e-4, "out_dir": d}, "samples_per_s": 100.0,
+         "epochs": [{"epoch": 1, "seconds": 1.0, "samples": 160, "gen_loss": 0.7, "disc_loss": 1.4}],
+         "_dir": d, "_source": root}
+    return r if value is None else dict(r, fid=value, fid_samples=fid.N)
+
+
+def _finding(results):
+    from frameval.report.analysis import analyse
+    from frameval.report.findings import quality_finding
+    from frameval.report.i18n import Strings
+    from frameval.report.model import make_rows
+    rows = make_rows(results, Strings("en"))
+    return quality_finding("dcgan", rows, Strings("en"), analyse(rows)), rows
+
+
+def test_the_report_ranks_the_lowest_distance_best():
+    text, rows = _finding([_dcgan("torch", 0, 512.25), _dcgan("tensorflow", 0, 431.04)])
+    tf, torch = (next(w.label for w in rows if w.fw == f) for f in ("tensorflow", "torch"))
+    assert f"lowest Fréchet distance to real digits (lower is better) is {tf}, 431.0" in text
+    assert f"the highest is {torch}, 512.2" in text  # 512.25: Python rounds half to even
+
+
+def test_over_seeds_the_distance_is_ranked_against_the_lowest_mean():
+    res = [_dcgan("torch", s, 100.0 + s) for s in range(5)] + [_dcgan("tensorflow", s, 300.0 + s) for s in range(5)]
+    text, rows = _finding(res)
+    tf, torch = (next(w.label for w in rows if w.fw == f) for f in ("tensorflow", "torch"))
+    assert f"Against the lowest mean (lower is better), {torch}:" in text and f"{tf} higher by 200.0" in text
+
+
+def test_an_old_result_without_a_distance_reads_not_available():
+    from frameval.report.i18n import Strings
+    from frameval.report.tables import quality_columns
+    text, rows = _finding([_dcgan("torch", 0, None)])
+    assert text is None
+    (head, get, show, hib), *rest = quality_columns("dcgan", Strings("en"))
+    assert head == Strings("en")("col_fid") and hib is False
+    assert get(rows[0].result) is None and show(get(rows[0].result)) == Strings("en")("na")
