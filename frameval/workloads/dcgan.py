@@ -103,7 +103,8 @@ def _samples(wrows, S):
     distances during training: where the runs trained no more than the quick
     profile, there is no target at this size."""
     totals = _trained(wrows)
-    ns = sorted({w.result.metric("fid_samples") for w in wrows} - {None})
+    ns = sorted({n for n in (w.result.metric("fid_samples") for w in wrows)
+                 if isinstance(n, (int, float)) and not isinstance(n, bool)})  # a wrong type reads as n/a
     text = S("dcgan_fid", n=" / ".join(f"{int(n):,}" for n in ns) if ns else S("na"))
     small = bool(totals) and max(totals) <= _quick_total()
     text += " " + S("dcgan_no_target" if small else "dcgan_target_not_measured")
