@@ -160,3 +160,24 @@ def test_an_old_result_without_a_distance_reads_not_available():
     (head, get, show, hib), *rest = quality_columns("dcgan", Strings("en"))
     assert head == Strings("en")("col_fid") and hib is False
     assert get(rows[0].result) is None and show(get(rows[0].result)) == Strings("en")("na")
+
+
+# ------------------------------------------------------------------ the notebooks and the cache key
+@pytest.mark.parametrize("fw", ["torch", "tensorflow", "jax", "paddle", "mindspore", "megengine", "mxnet"])
+def test_every_dcgan_notebook_records_the_distance_after_training(fw):
+    import json
+    cells = json.loads((REPO / "notebooks" / fw / "dcgan.ipynb").read_text(encoding="utf-8"))["cells"]
+    tagged = {t: "".join(c["source"]) for c in cells for t in c.get("metadata", {}).get("tags", [])}
+    assert "nb.fid.record(rec, " in tagged["evaluate"] and ", seed, dataset)" in tagged["evaluate"]
+    assert "fid" not in tagged["train"]  # outside the training clock
+
+
+def test_the_run_cache_key_covers_the_classifier_weights(tmp_path):
+    import shutil
+    from frameval import sources
+    assert fid.WEIGHTS in sources.notebook_side("torch")
+    clone = tmp_path / "clone"
+    shutil.copytree(REPO / "frameval", clone / "frameval", ignore=shutil.ignore_patterns("__pycache__"))
+    before = sources.digest("torch", clone)
+    (clone / "frameval" / "nb" / fid.WEIGHTS.name).write_bytes(b"other weights")
+    assert sources.digest("torch", clone) != before
