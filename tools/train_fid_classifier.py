@@ -2,7 +2,7 @@
 write its weights, `frameval/nb/fid_classifier.npz`. Run once, offline; the
 weights are committed, so no run ever trains it again.
 
-    python3 tools/train_fid_classifier.py   # needs the full-MNIST cache: run_all.py --setup-only --data full
+    python3 tools/train_fid_classifier.py [OUT.npz]   # needs the full-MNIST cache: run_all.py --setup-only --data full
 
 numpy only: an MLP 784→128→64→10 with ReLU, softmax cross-entropy, Adam.
 It trains on the 55,000 full-MNIST training digits that are not in the
@@ -88,20 +88,21 @@ def accuracy(w, x, y) -> float:
         fid._weights.update(saved)
 
 
-def main():
+def main(out=fid.WEIGHTS):
     x, y = training_digits()
     print(f"training on {len(y):,} full-MNIST training digits (the embedded subset left out)")
     w = train(x, y)
     full = load_mnist("full")
     print(f"float32 weights: full test accuracy {accuracy(w, full.x_test, full.y_test):.2%}")
     stored = {k: v.astype(np.float16) for k, v in w.items()}
-    np.savez_compressed(fid.WEIGHTS, **stored)
-    fid._weights.clear()  # from here on: the stored float16 weights, as the runs read them
+    np.savez_compressed(out, **stored)
+    fid._weights.clear()
+    fid._weights.update({k: v.astype(np.float32) for k, v in stored.items()})  # as the runs read them
     for name in ("full", "embedded"):
         d = load_mnist(name)
         print(f"{name} test accuracy: {accuracy(fid.classifier(), d.x_test, d.y_test):.2%} on {len(d.y_test):,} digits")
-    print(f"wrote {fid.WEIGHTS} ({fid.WEIGHTS.stat().st_size:,} bytes)")
+    print(f"wrote {out} ({Path(out).stat().st_size:,} bytes)")
 
 
 if __name__ == "__main__":
-    main()
+    main(*sys.argv[1:2])
