@@ -73,9 +73,12 @@ def closure(*modules: str, root: Path = REPO) -> list:
 
 
 def notebook_side(framework: str, root: Path = REPO) -> list:
-    """The files a `framework` notebook's kernel imports from frameval."""
+    """The files a `framework` notebook's kernel imports or reads from frameval:
+    the modules, and the data files of `frameval.nb` (the DCGAN distance's
+    classifier weights), which no import names but which change a result."""
     nb_modules = [_module_of(p, root) for p in sorted((root / "frameval" / "nb").glob("*.py"))]
-    return closure(*nb_modules, f"frameval.fw.{framework}_support", root=root)
+    data = sorted((root / "frameval" / "nb").glob("*.npz"))
+    return sorted(set(closure(*nb_modules, f"frameval.fw.{framework}_support", root=root)) | set(data))
 
 
 def digest(framework: str, root: Path = REPO) -> str:

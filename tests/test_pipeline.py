@@ -75,6 +75,10 @@ def test_run_matches_spec(matrix, fw, wl, mode):
         assert r["epochs"][0]["test_acc"] > 0.1, "first-epoch accuracy not above chance"
     if wl == "dcgan":
         assert len(r["grids"]) == 2
+        # the quality figure: the distance of fid.N fixed-noise images from the real test digits
+        from frameval.nb import fid
+        assert isinstance(r["fid"], float) and math.isfinite(r["fid"]) and r["fid"] > 0, r.get("fid")
+        assert r["fid_samples"] == fid.N
         run_dir = matrix["out"] / "runs" / fw / f"{wl}-{mode}"
         assert all((run_dir / g).stat().st_size > 100 for g in r["grids"])
     if wl == "lstm":
@@ -101,6 +105,23 @@ def test_report_figures_equal_results(matrix):
         if r["status"] == "ok":
             assert fmt.seconds(r["steady_epoch_s"]) in md, (fw, wl, mode)
             assert fmt.integer(sum(r["param_counts"].values())) in md or fmt.integer(list(r["param_counts"].values())[0]) in md
+
+
+def test_report_shows_each_dcgan_distance(matrix):
+    """The DCGAN table's distance column equals each result's `fid` at the
+    precision shown (report/tables.py's format), row by row."""
+    from frameval.report.i18n import Strings
+    from frameval.report.tables import QUALITY_FORMAT
+    md, head = (matrix["out"] / "report.md").read_text(), Strings("en")("col_fid")
+    header = next(ln for ln in md.splitlines() if ln.startswith("|") and head in ln)
+    cells = [c.strip() for c in header.strip("|").split("|")]
+    rows = md.split(header, 1)[1].splitlines()[2:]
+    table = [[c.strip() for c in ln.strip("|").split("|")] for ln in rows[:next(
+        (i for i, ln in enumerate(rows) if not ln.startswith("|")), len(rows))]]
+    shown = sorted(row[cells.index(head)].strip("*") for row in table)  # the best is in bold
+    expected = sorted(QUALITY_FORMAT["fid"](r["fid"]) for (fw, wl, mode), r in matrix["results"].items()
+                      if wl == "dcgan" and r["status"] == "ok")
+    assert shown == expected and len(expected) == sum(1 for k in matrix["results"] if k[1] == "dcgan")
 
 
 def test_dcgan_gif_and_grids_in_html(matrix):

@@ -194,6 +194,9 @@ def test_figures_equal_the_results(built):
                 assert row[col(tab, S("col_test_acc"))]["text"] == fmt.percent(r["test_acc"])
             if wl == "dcgan":
                 assert v(S("col_gen_loss")) == r["epochs"][-1]["gen_loss"]
+                assert v(S("col_fid")) == r.get("fid")  # TensorFlow's older result has none: n/a, not 0
+                if "fid" not in r:
+                    assert row[col(tab, S("col_fid"))]["text"] == S("na")
                 assert v(S("col_disc_loss")) == r["epochs"][-1]["disc_loss"]
             if wl == "lstm" and r["status"] == "ok":
                 for h, k in (("col_val_r2", "val_r2"), ("col_val_rmse", "val_rmse"), ("col_predict_ms", "predict_ms"),

@@ -10,12 +10,13 @@ from .data import (NOISE_DIM, NoiseStream, batches, eval_batches, fixed_noise, l
 from .plots import plot_curves, svg_lines
 from .params import collect as parameters
 from .images import grid, save_grid, show_last_grid, show_png, write_png
+from . import fid
 from .quality import forecast, val_r2
 from .measure import Stopwatch, peak_rss_mb, rss_mb
 from .record import Recorder, count_params
 from .weights import count_trainable, init_weights, trainable_names
 
-__all__ = ["NOISE_DIM", "NoiseStream", "batches", "eval_batches", "fixed_noise", "load_co2", "load_mnist",
+__all__ = ["fid", "NOISE_DIM", "NoiseStream", "batches", "eval_batches", "fixed_noise", "load_co2", "load_mnist",
            "steps_per_epoch", "grid", "save_grid", "show_last_grid", "write_png", "forecast", "val_r2", "Stopwatch", "peak_rss_mb", "rss_mb", "Recorder",
            "count_params", "count_trainable", "init_weights", "trainable_names", "show_png", "parameters", "plot_curves", "svg_lines"]
 

@@ -107,10 +107,11 @@ def memory_findings(wl, wrows, S) -> list:
     return out
 
 
-def _extremes(vals):
-    best = max(vals, key=lambda x: x[1])
-    worst = min(vals, key=lambda x: x[1])
-    return best, worst
+def _extremes(vals, higher_is_better=True):
+    """The best and the worst (run, value) in the figure's direction (a
+    distance: the lowest is the best)."""
+    hi, lo = max(vals, key=lambda x: x[1]), min(vals, key=lambda x: x[1])
+    return (hi, lo) if higher_is_better is not False else (lo, hi)
 
 
 def quality_finding(wl, wrows, S, an=None):
@@ -119,7 +120,7 @@ def quality_finding(wl, wrows, S, an=None):
     against the best mean, paired by seed, "within seed noise" or lower by how
     much. With one seed, a range, never a ranking: every framework started
     from the same weights and saw the same batches, so it is numerical noise.
-    A workload with no score (a GAN) lists its runs' losses."""
+    A workload whose figure has no direction lists its runs' values through its record."""
     ok = [w for w in wrows if w.ok]
     name, workload = wl_name(S, wl), WORKLOAD_BY_KEY.get(wl)
     if workload is None:
@@ -134,7 +135,7 @@ def quality_finding(wl, wrows, S, an=None):
     if not vals:
         return None
     show = QUALITY_FORMAT[workload.quality.key]
-    best, worst = _extremes(vals)
+    best, worst = _extremes(vals, workload.quality.higher_is_better)
     if show(best[1]) == show(worst[1]):  # equal at the precision shown: no best and no lowest
         return S("finding_quality_same", workload=name, metric=S(workload.quality.label),
                  value=show(best[1]), n=len(vals))
@@ -182,7 +183,8 @@ def _seeds_finding(name, workload, seeded, S, an) -> str:
         else:
             parts.append(S("quality_too_few", run=w.label))
     how = S("quality_paired") if paired == {True} else S("quality_unpaired")
-    return S("finding_quality_seeds_ranked", best=best.label, others=S.join(parts), how=how, **kw) + spread
+    key = "finding_quality_seeds_ranked" if q.higher_is_better else "finding_quality_seeds_ranked_lowest"
+    return S(key, best=best.label, others=S.join(parts), how=how, **kw) + spread
 
 
 def run_findings(rows, errors, check_failed, S) -> list:

@@ -32,9 +32,9 @@ def _sig4(v):
 
 
 # How the tables and the findings write a workload's quality figure (catalog.Quality.key).
-QUALITY_FORMAT = {"test_acc": fmt.percent, "val_r2": lambda v: fmt.fixed(v, 4), "gen_loss": _sig4}
+QUALITY_FORMAT = {"test_acc": fmt.percent, "val_r2": lambda v: fmt.fixed(v, 4), "fid": lambda v: fmt.fixed(v, 1)}
 # How a difference of two quality figures is written (over seeds: report/findings.py).
-QUALITY_DIFF = {"test_acc": lambda d: f"{d * 100:.2f} pt", "val_r2": lambda d: fmt.fixed(d, 4), "gen_loss": _sig4}
+QUALITY_DIFF = {"test_acc": lambda d: f"{d * 100:.2f} pt", "val_r2": lambda d: fmt.fixed(d, 4), "fid": lambda d: fmt.fixed(d, 1)}
 # How a workload record's further figures are written (workloads.base.Figure.format).
 FORMATS = {"sig4": _sig4, "sig3": lambda v: fmt.sig(v, 3), "millis": fmt.millis, "kib": fmt.kib,
            "percent": fmt.percent, "sig": fmt.sig}

@@ -18,8 +18,9 @@ from typing import Callable
 @dataclass(frozen=True)
 class Quality:
     """A workload's quality figure: where a result holds it, how the report
-    names it (an i18n key), and which direction is better (None: neither,
-    e.g. a GAN's generator loss is no score)."""
+    names it (an i18n key), and which direction is better (False: lower,
+    e.g. the DCGAN's distance to real digits; None: neither, a figure that
+    is no score, e.g. a GAN's generator loss)."""
     key: str
     label: str
     axis: str
