@@ -455,11 +455,13 @@ class Recorder:
         self.result.update({k: _clean(v) for k, v in kv.items()})
 
     # ---------------------------------------------------------------- training
-    def evaluate_during_training(self, fn, per_epoch: int = evaluation.PER_EPOCH):
+    def evaluate_during_training(self, fn, per_epoch: int | None = None):
         """`fn()` returns the workload's quality metric (or a dict holding it);
-        `ep.timed` calls it `per_epoch` times an epoch, outside the training clock."""
-        q = workloads.get(self.workload).quality
-        self.evaluation = evaluation.Schedule(fn, q.key, q.higher_is_better, per_epoch)
+        `ep.timed` calls it `per_epoch` times an epoch (the workload record's
+        eval_per_epoch unless given), outside the training clock."""
+        wl = workloads.get(self.workload)
+        per_epoch = wl.eval_per_epoch if per_epoch is None else per_epoch
+        self.evaluation = evaluation.Schedule(fn, wl.quality.key, wl.quality.higher_is_better, per_epoch)
 
     def epoch(self, samples: int | None = None):
         """`with rec.epoch(samples=n) as ep:` times the training part of one epoch."""

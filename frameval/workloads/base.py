@@ -160,6 +160,8 @@ class Workload:
     # (metric, value, higher_is_better), or None where no target is set for it
     # yet; a data set absent here has none either (e.g. a GAN: no score)
     targets: dict = field(default_factory=dict)
+    # evaluations of the quality metric an epoch during training (frameval/nb/evaluation.py)
+    eval_per_epoch: int = 4
 
     def final(self, result: dict):
         """The run's quality figure, or None."""
