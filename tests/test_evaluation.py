@@ -111,3 +111,15 @@ def test_the_metric_must_be_returned(tmp_path):
         with rec.epoch(samples=4) as ep:
             for _ in ep.timed([list(range(4))]):
                 pass
+
+
+def test_a_notebook_of_no_registered_workload_still_writes_its_result(tmp_path):
+    """tests/notebooks/measure.ipynb records under a workload name of its own: no target, no crash."""
+    rec = nb.Recorder("torch", "measure", {"epochs": 1, "mode": "eager", "device": "cpu"}, out_dir=str(tmp_path),
+                      chdir=False)
+    with rec.epoch(samples=4) as ep:
+        for _ in ep.timed([list(range(4))]):
+            pass
+    rec.write()
+    r = json.loads((tmp_path / files.RESULT).read_text())
+    assert r["evaluation"] is None and r["time_to_target"] is None and r["status"] == "ok"

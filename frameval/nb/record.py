@@ -530,8 +530,9 @@ class Recorder:
         (None where the workload has no target at this size or nothing was evaluated)."""
         ev = self.evaluation
         self.result["evaluation"] = ev.record() if ev and ev.points else None
+        wl = workloads.find(self.workload)  # None: a notebook of no registered workload (a test's) has no target
         self.result["time_to_target"] = _target.from_evaluation(
-            self.result["evaluation"], workloads.get(self.workload).target(self.params))
+            self.result["evaluation"], wl.target(self.params) if wl else None)
 
     def write_partial(self):
         self._summarise_light()
