@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from conftest import Clock
 from frameval import files, nb, speed
 from frameval.nb import evaluation
 
@@ -14,17 +15,6 @@ pytestmark = pytest.mark.fast
 STEP_S, EVAL_S, STEPS = 0.004, 0.5, 12
 
 
-class Clock:
-    """A virtual perf_counter: the evaluation "sleeps" EVAL_S on it, so what each
-    clock holds is exact and no figure depends on this machine's speed."""
-    def __init__(self):
-        self.now = 1000.0
-
-    def perf_counter(self):
-        return self.now
-
-    def __getattr__(self, name):
-        return getattr(time, name)
 
 
 def _run(tmp_path, monkeypatch, epochs=3, evaluate=True, workload="lenet"):

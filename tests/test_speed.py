@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from conftest import Clock
 from frameval import files, nb, speed
 from frameval.report.i18n import Strings
 from frameval.report.model import make_rows
@@ -16,17 +17,6 @@ pytestmark = pytest.mark.fast
 STEP_S, BUILD_S, AFTER_S = 0.004, 0.03, 0.03
 
 
-class Clock:
-    """A virtual perf_counter for the recorder: the test advances it, so what a
-    window holds is exact and no figure depends on this machine's speed."""
-    def __init__(self):
-        self.now = 1000.0
-
-    def perf_counter(self):
-        return self.now
-
-    def __getattr__(self, name):  # strftime, time, sleep: the real module's
-        return getattr(time, name)
 
 
 def _timed_run(tmp_path, epochs, steps=12, monkeypatch=None):
