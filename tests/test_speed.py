@@ -3,7 +3,6 @@ between-run floor on an interval, and the recorder and the report agreeing
 to the last digit."""
 import json
 import math
-import time
 
 import pytest
 
