@@ -76,6 +76,8 @@ DISPLAY_NAMES = {f.key: f.display for f in FRAMEWORK_RECORDS}
 ALIASES = {a: f.key for f in FRAMEWORK_RECORDS for a in f.aliases}
 
 MODES = ("graph", "eager")
+# -p precision=: the framework's float32 defaults, or full float32 throughout (frameval/nb/precision.py)
+PRECISIONS = ("default", "highest")
 DEVICES = ("cpu", "gpu")
 
 # The parameters every notebook of a workload declares, in every framework

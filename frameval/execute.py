@@ -29,9 +29,10 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import cpu, files, results, sources, workloads
+from . import arithmetic, cpu, files, results, sources, workloads
 from . import notebook as nbfile
 from .envs import jupyter_env
+from .envs.kernels import kernel_extra
 from .paths import REPO, data_cache_dir
 from .plan import Run
 
@@ -65,7 +66,14 @@ def key_parts(run: Run, freeze: str) -> dict:
         # a figure measured on another CPU, or under other instruction-set caps, is not this machine's
         "cpu": _sha(json.dumps(cpu.identity(), sort_keys=True)),
         "isa caps": _sha(json.dumps(cpu.caps(), sort_keys=True)),
+        # TF32 overrides, default matmul precision, XLA and oneDNN flags, as the kernel will have them
+        "arithmetic": _sha(json.dumps(arithmetic.env_part(kernel_environ(run)), sort_keys=True)),
     }
+
+
+def kernel_environ(run: Run) -> dict:
+    """The variables the run's kernel starts with: this process's, plus the kernel's own."""
+    return {**os.environ, **kernel_extra(run.framework, run.device)}
 
 
 def cache_key(parts: dict) -> str:

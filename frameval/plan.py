@@ -16,7 +16,7 @@ from . import notebook as nbfile
 from . import files, versions
 from .envs.spec import PinError, key as framework_key
 from .paths import REPO
-from .catalog import (APIS, BY_KEY, HIGH_API_NOTEBOOKS, WORKLOAD_PARAMS, DEVICES, FRAMEWORKS, OPT_IN_FRAMEWORKS, MODES,
+from .catalog import (APIS, BY_KEY, HIGH_API_NOTEBOOKS, WORKLOAD_PARAMS, DEVICES, FRAMEWORKS, OPT_IN_FRAMEWORKS, MODES, PRECISIONS,
                       PROFILE_FRAMEWORK_OVERRIDES, PROFILES, WORKLOADS, canonical_framework)
 
 NOTEBOOKS = REPO / "notebooks"
@@ -31,7 +31,8 @@ RULES = {
 }
 # hidden is a parameter so the notebooks name it, but the shared initial weights
 # and the numpy reference are defined for the spec's 32 only.
-ALLOWED = {"dataset": ("embedded", "full"), "series": ("co2",), "hidden": (32,), "api": APIS}
+ALLOWED = {"dataset": ("embedded", "full"), "series": ("co2",), "hidden": (32,), "api": APIS,
+           "precision": PRECISIONS}
 
 
 MAX_REPEATS = 100

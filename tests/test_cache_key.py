@@ -63,3 +63,28 @@ def test_a_change_to_the_catalog_runs_again_naming_it(tmp_path, monkeypatch):
     monkeypatch.setattr(execute.sources, "digest", lambda fw, root=clone, real=sources.digest: real(fw, root))
     dec = execute.decide(run, tmp_path / "r", execute.key_parts(run, "freeze"), False)
     assert dec.execute and dec.why == "changed: frameval"
+
+
+@pytest.mark.parametrize("var,value", [("NVIDIA_TF32_OVERRIDE", "0"), ("JAX_DEFAULT_MATMUL_PRECISION", "highest"),
+                                       ("XLA_FLAGS", "--xla_gpu_enable_triton_gemm=false"),
+                                       ("ONEDNN_DEFAULT_FPMATH_MODE", "BF16"), ("TF_ENABLE_ONEDNN_OPTS", "0")])
+def test_a_result_made_under_other_arithmetic_is_not_reused(tmp_path, monkeypatch, var, value):
+    """The first H100 run: a second command with NVIDIA_TF32_OVERRIDE=0 reused three TF32
+    results. A result made without the variable runs again under it, and the reason names it."""
+    run, = build_plan("jax", "lenet", "graph", "gpu", "quick", [])
+    for v in execute.arithmetic.ENV:
+        monkeypatch.delenv(v, raising=False)
+    before = execute.key_parts(run, "freeze")
+    _finished(tmp_path / "r", before)
+    assert execute.decide(run, tmp_path / "r", execute.key_parts(run, "freeze"), False).why == "unchanged"
+    monkeypatch.setenv(var, value)
+    dec = execute.decide(run, tmp_path / "r", execute.key_parts(run, "freeze"), False)
+    assert dec.execute and dec.why == "changed: arithmetic"
+
+
+def test_precision_is_a_parameter_of_every_workload_and_changes_the_key(tmp_path):
+    default, = build_plan("torch", "lenet", "graph", "cpu", "quick", [])
+    highest, = build_plan("torch", "lenet", "graph", "cpu", "quick", ["precision=highest"])
+    assert highest.params["precision"] == "highest" and default.params.get("precision", "default") == "default"
+    a, b = execute.key_parts(default, "freeze"), execute.key_parts(highest, "freeze")
+    assert [k for k in a if a[k] != b[k]] == ["params"]

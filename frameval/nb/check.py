@@ -58,7 +58,7 @@ from .. import workloads
 from ..catalog import CHECK_SECTIONS
 from ..workloads.base import Kit
 from . import reference as R
-from . import refcache
+from . import precision, refcache
 from .weights import init_weights
 
 STEPS = 3
@@ -205,6 +205,16 @@ class Checker:
             self.batches, self.w0, self.source = [{}], {}, "unavailable"
             self.problems.append(f"setup: {type(e).__name__}: {e}")
         self.probe = self.batches[0]
+        self._full_float32()
+
+    def _full_float32(self):
+        """The check runs at full float32 (TF32 and lower defaults off, by the framework's own
+        switches: nb/precision.py); finish() restores the run's own settings for training."""
+        self.precision_set = []
+        try:
+            self.precision_set = precision.make_strict(self.rec.framework, getattr(self.rec, "device", "cpu"))
+        except Exception as e:  # noqa: BLE001 - a switch that cannot be set: the check still runs, and says so
+            self.problems.append(f"precision: cannot set full float32 ({type(e).__name__}: {e})")
 
     # -------------------------------------------------------- reference
     def _initial(self):
@@ -446,7 +456,12 @@ class Checker:
     def finish(self) -> dict:
         """Store the errors in rec.result["check"], print a table; never raises."""
         try:
+            precision.restore(self.rec.framework, self.precision_set)
+        except Exception as e:  # noqa: BLE001
+            self.problems.append(f"precision: cannot restore the run's settings ({type(e).__name__}: {e})")
+        try:
             res = self._summary()
+            res["precision"] = {"float32": "full", "set_for_check": [n for n, _ in self.precision_set]}
         except Exception as e:  # pragma: no cover - last resort
             res = {"ok": None, "problems": self.problems + [f"summary: {type(e).__name__}: {e}",
                                                             traceback.format_exc()[-1500:]]}

@@ -2,7 +2,7 @@
 (ilkarman-style shared params). A test checks each notebook's `parameters`
 cell against these lists; the runner validates `-p` values against the cell.
 """
-from ..catalog import APIS, BY_KEY, DEVICES, HIGH_API_NOTEBOOKS, MODES, WORKLOAD_PARAMS
+from ..catalog import APIS, BY_KEY, DEVICES, HIGH_API_NOTEBOOKS, MODES, PRECISIONS, WORKLOAD_PARAMS
 
 
 def collect(namespace: dict, workload: str) -> dict:
@@ -10,7 +10,7 @@ def collect(namespace: dict, workload: str) -> dict:
     A mode or device no framework knows stops the notebook here, by hand too
     (the runner refuses them before anything runs)."""
     params = {k: namespace[k] for k in WORKLOAD_PARAMS[workload] if k in namespace}
-    for name, allowed in (("mode", MODES), ("device", DEVICES), ("api", APIS)):
+    for name, allowed in (("mode", MODES), ("device", DEVICES), ("api", APIS), ("precision", PRECISIONS)):
         if name in params and params[name] not in allowed:
             raise ValueError(f"{name} must be one of {', '.join(map(repr, allowed))}, not {params[name]!r}")
     return params

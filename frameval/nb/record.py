@@ -27,7 +27,7 @@ from .. import target as _target
 from .. import workloads
 from ..schema import SCHEMA_VERSION as SCHEMA  # noqa: F401 - the recorder's version, named here for readers
 from ..schema import Plan, new_result
-from . import determinism, evaluation, measure
+from . import determinism, evaluation, measure, precision
 from .params import check_api
 from .paths import hand_run_framework, hand_runs_dir
 
@@ -359,7 +359,29 @@ class Recorder:
         if gpu_name:
             self.result["environment"]["gpu"] = gpu_name
         self.result["environment"]["framework"] = str(version)
+        self._set_precision()
         self.write_partial()
+
+    def _set_precision(self):
+        """precision="highest": full float32 for the whole run, by the framework's own
+        switches (nb/precision.py); "default" leaves the framework's defaults."""
+        if self.params.get("precision", "default") != "highest":
+            return
+        try:
+            changed = precision.make_strict(self.framework, self.device)
+        except Exception as e:  # noqa: BLE001 - recorded: the math mode read back says what held
+            self.note(f"precision=highest: a switch could not be set ({type(e).__name__}: {e})")
+            return
+        if changed:
+            self.note("precision=highest: set to full float32: " + ", ".join(f"{n} (was {v})" for n, v in changed))
+
+    def record_math_mode(self):
+        """The math mode as the switches and variables read now (training's, once the check restored them)."""
+        try:
+            self.result["math_mode"] = precision.mode(self.framework, self.device,
+                                                      self.params.get("precision", "default"))
+        except Exception as e:  # noqa: BLE001 - never lose a run over its record
+            self.result["math_mode"] = {"effective": None, "error": f"{type(e).__name__}: {e}"}
 
     def set_data(self, description: dict, placement: str | None = None):
         """The data set's description, and where the framework keeps it (e.g.
@@ -468,6 +490,7 @@ class Recorder:
         return _EpochTimer(self, samples)
 
     def _start_training(self):
+        self.record_math_mode()  # what the training runs at: the check has restored its switches by now
         mem = self.result["memory"]
         mem["before_training_mb"] = _round(measure.rss_mb())
         self._hwm_reset = measure.reset_peak_rss()
@@ -563,6 +586,8 @@ class Recorder:
         self._summarise()
         # the switches as this run had them (never turned on: docs/reproduce.md, "Determinism")
         self.result["determinism"] = determinism.switches(self.framework)
+        if "math_mode" not in self.result:  # no epoch ran: as the switches stand now
+            self.record_math_mode()
         self._summarise_evaluation()
         losses = [v for e in self.epochs for k, v in e.items() if "loss" in k or "mse" in k]
         bad = [v for v in losses if not isinstance(v, float)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from . import datasets
 from .base import Figure, Layer, Network, Pass, Quality, SeedSpread, Workload, conv, dense
 
-COMMON_PARAMS = ("mode", "device", "epochs", "batch_size", "lr", "seed", "threads", "max_train_samples", "out_dir")
+COMMON_PARAMS = ("mode", "device", "precision", "epochs", "batch_size", "lr", "seed", "threads", "max_train_samples", "out_dir")
 
 WEIGHTS = (
     ("conv1.weight", (6, 1, 5, 5), "conv"), ("conv1.bias", (6,), "zeros"),
