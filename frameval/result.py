@@ -142,6 +142,7 @@ class Result:
     # the numerical check, the pictures
     check: dict | None = _field(_dict_or_none)
     determinism: dict = _field(as_dict)         # {switch: value as the run had it} (frameval/nb/determinism.py)
+    math_mode: dict = _field(as_dict)           # {"precision", "effective", "switches", "env"} (frameval/nb/precision.py)
     grids: list = _field(as_list)               # the DCGAN's grid images, relative to `dir`
     series: dict = _field(as_dict)              # the LSTM's {"val_true", "val_pred"}
     # where it was found (results.load_runs), not in the file

@@ -71,6 +71,11 @@ def test_run_matches_spec(matrix, fw, wl, mode):
         assert r["compiled"] is False
     assert r["data"]["sha256"] and r["data"]["source"] and r["data_placement"]
     check_v2(r, mode)
+    # Precision (#47): the math mode read back from the framework; on the CPU the
+    # full-float32 check changes no switch, so the check's figures are the training's arithmetic.
+    mm = r["math_mode"]
+    assert mm["effective"] == "float32" and mm["precision"] == "default", mm
+    assert None not in mm["switches"].values() and r["check"]["precision"]["set_for_check"] == [], r["check"]
     if wl == "lenet":
         assert r["epochs"][0]["test_acc"] > 0.1, "first-epoch accuracy not above chance"
     if wl == "dcgan":

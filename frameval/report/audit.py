@@ -45,7 +45,7 @@ def audit_table(workload, rows, S) -> dict:
     line = _threads_row(rows, S, flags, groups)
     if line:
         body.append(line)
-    for make in (_scope_row, _compiled_row):
+    for make in (_precision_row, _scope_row, _compiled_row):
         line = make(rows, S, flags)
         if line:
             body.append(line)
@@ -229,6 +229,34 @@ def _threads_row(rows, S, flags, groups=None):
     else:
         verdict = cell("✓", "same", "ok")
     return line + cells + [verdict]
+
+
+def precision_text(r: Result, S) -> str:
+    """A run's float32 arithmetic as its notebook read it back (nb/precision.py), with -p precision."""
+    mm = r.math_mode
+    if not mm.get("effective"):
+        return S("precision_not_recorded")
+    return f"{mm['effective']} (precision={mm.get('precision', 'default')})"
+
+
+def _precision_row(rows, S, flags):
+    """The float32 arithmetic each run trained at; flagged when two runs compared
+    here differ (TF32 runs beside full-float32 ones: issue #47)."""
+    if not any(w.result.math_mode for w in rows):
+        return None
+    line = [cell(S("audit_precision"), "precision"), cell(S("precision_spec"))]
+    modes = [w.result.math_mode.get("effective") for w in rows]
+    differ = len({m for m in modes if m}) > 1
+    for w, m in zip(rows, modes):
+        t = precision_text(w.result, S)
+        line.append(cell(t, t, "flag" if differ and m else ("" if m else "na")))
+    if differ:
+        items = dict.fromkeys(f"{w.label}: {w.result.math_mode['effective']}" for w, m in zip(rows, modes) if m)
+        flags.append({"kind": "precision", "text": S("flag_precision", items=S.join(items))})
+        line.append(cell("✗ " + S("verdict_differs"), "differs", "flag"))
+    else:
+        line.append(cell("✓", "same", "ok"))
+    return line
 
 
 def _scope_row(rows, S, flags):

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from .. import __version__ as FRAMEVAL_VERSION
 from . import fmt
+from .audit import precision_text
 from ..catalog import BY_KEY
 from ..result import as_dict
 from .spec import framework_name
@@ -80,12 +81,21 @@ def framework_env(fw, rows, elist, S) -> dict:
         specs.append(" ".join(x for x in (str(e.get("spec_name") or ""), f"({e['backend']})" if e.get("backend") else "") if x))
     version = ", ".join(sorted({str(w.version) for w in frows if w.version})) or fmt.NA
     user = _user_env(frows, elist, version, S)
-    return {"fw": fw, "name": framework_name(fw), "version": version, "user_provided": bool(user),
+    return {"math_mode": math_modes(frows, S), "fw": fw, "name": framework_name(fw), "version": version, "user_provided": bool(user),
             "python": ", ".join(sorted(pys)) or fmt.NA, "numpy": ", ".join(sorted(_recorded(frows, "numpy"))) or fmt.NA,
             "packages": ", ".join(sorted(set(packages))) or fmt.NA, "threads": ", ".join(threads) or fmt.NA,
             "spec": "; ".join(x for x in [user or "; ".join(specs) or S("env_not_recorded"), *(
                 S("env_offline", bundle=b) for b in sorted(_recorded(frows, "offline_bundle")))] if x),
             "key": ", ".join(str(e.get("key")) for e in elist if e.get("key")) or fmt.NA}
+
+
+def math_modes(frows, S) -> str:
+    """Each run's float32 arithmetic as read back (nb/precision.py): one phrase where
+    all the framework's runs share it, else per run."""
+    texts = {w.label: precision_text(w.result, S) for w in frows}
+    if len(set(texts.values())) <= 1:
+        return next(iter(texts.values()), fmt.NA)
+    return "; ".join(f"{label}: {t}" for label, t in texts.items())
 
 
 def env_label(fw, e, elist) -> str:
