@@ -212,7 +212,7 @@ class Checker:
         switches: nb/precision.py); finish() restores the run's own settings for training."""
         self.precision_set = []
         try:
-            self.precision_set = precision.make_strict(self.rec.framework, getattr(self.rec, "device", "cpu"))
+            self.precision_set = precision.make_strict(getattr(self.rec, "framework", ""), getattr(self.rec, "device", "cpu"))
         except Exception as e:  # noqa: BLE001 - a switch that cannot be set: the check still runs, and says so
             self.problems.append(f"precision: cannot set full float32 ({type(e).__name__}: {e})")
 
@@ -456,7 +456,7 @@ class Checker:
     def finish(self) -> dict:
         """Store the errors in rec.result["check"], print a table; never raises."""
         try:
-            precision.restore(self.rec.framework, self.precision_set)
+            precision.restore(getattr(self.rec, "framework", ""), self.precision_set)
         except Exception as e:  # noqa: BLE001
             self.problems.append(f"precision: cannot restore the run's settings ({type(e).__name__}: {e})")
         try:
