@@ -66,3 +66,46 @@ def bare_python() -> str:
         if prefix and Path(prefix).resolve() != Path(sys.prefix).resolve():
             return cand
     pytest.skip("no Python outside the runner environment on this machine")
+
+
+# ------------------------------------------------------------------ the suite's time (tests/budget.py)
+_SUITE = {"start": None, "tests": {}, "files": {}}
+
+
+def pytest_sessionstart(session):
+    _SUITE["start"] = time.time()
+
+
+def pytest_runtest_logreport(report):
+    """Every phase's seconds, per test and per file (a session fixture counts
+    where it is first set up: `matrix` in the first file that asks for it)."""
+    _SUITE["tests"][report.nodeid] = _SUITE["tests"].get(report.nodeid, 0.0) + report.duration
+    f = report.nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
+    _SUITE["files"][f] = _SUITE["files"].get(f, 0.0) + report.duration
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """The last lines of every run: the total against the budget, the files over
+    their seconds, the ten slowest tests; and the same in a JSON file for a person."""
+    from tests import budget
+    if _SUITE["start"] is None or not _SUITE["tests"]:
+        return
+    total = time.time() - _SUITE["start"]
+    tr = terminalreporter
+    tr.write_sep("=", "the suite's time (tests/budget.py)")
+    load = " ".join(f"{x:.2f}" for x in __import__("os").getloadavg())
+    tr.write_line(f"total {total / 60:.1f} min against a budget of {budget.SUITE_BUDGET_S / 60:.0f} min idle "
+                  f"(load average now {load}); {len(_SUITE['tests'])} tests")
+    over = [(f, s, budget.FILES.get(f, (0, budget.DEFAULT_S))[1]) for f, s in sorted(_SUITE["files"].items())
+            if s > budget.FILES.get(f, (0, budget.DEFAULT_S))[1]]
+    for f, s, b in over:
+        tr.write_line(f"over its budget: {f} took {s:.0f} s, budget {b} s")
+    tr.write_line("ten slowest tests:")
+    for nodeid, s in sorted(_SUITE["tests"].items(), key=lambda kv: -kv[1])[:10]:
+        tr.write_line(f"  {s:7.1f} s  {nodeid}")
+    out = REPO / ".frameval" / "test-output"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "durations.json").write_text(json.dumps(
+        {"total_s": round(total, 1), "load": load, "files": {f: round(s, 1) for f, s in sorted(_SUITE["files"].items())},
+         "tests": {k: round(v, 2) for k, v in sorted(_SUITE["tests"].items(), key=lambda kv: -kv[1])}}, indent=1))

@@ -1,0 +1,48 @@
+"""The suite's time budget (issue #50): 30 minutes idle on a 2-core machine,
+against the 90 after which CI refuses a landing.
+
+Real runs are what cost: a notebook in a real kernel takes 5-60 s on 2 cores.
+Each test file declares how many places in it start real runs outside the
+shared fixtures (`matrix` in conftest.py serves every test that needs a real
+folder), and how many seconds it may take. `test_suite_budget.py` (fast) fails
+when a file gains a real-run call site without raising its count here, so a
+new real run is a decision someone writes down; conftest.py prints, at the
+end of every run, the total, each file over its seconds and the ten slowest
+tests, so CI's log keeps them.
+
+A real-run call site is a line that calls run_all(...) without --dry-run,
+--report-only or --help, or starts papermill. The seconds are the measured
+file times of the last idle full run, rounded up with room (see the closing
+notes); they are a signal, not a test, because a timing depends on the load.
+"""
+SUITE_BUDGET_S = 30 * 60
+
+# file -> (real-run call sites, seconds)
+FILES = {
+    "conftest.py": (2, 0),
+    "test_bad_input.py": (3, 120),
+    "test_behaviour.py": (1, 240),
+    "test_bench.py": (1, 180),
+    "test_byo_env.py": (5, 300),
+    "test_check_mutations.py": (1, 300),
+    "test_cli_fuzz.py": (1, 300),
+    "test_compare.py": (2, 180),
+    "test_config.py": (1, 180),
+    "test_defects.py": (2, 300),
+    "test_faults.py": (12, 400),
+    "test_high_api.py": (1, 240),
+    "test_lab.py": (4, 300),
+    "test_measure.py": (1, 120),
+    "test_offline.py": (6, 400),
+    "test_pipeline.py": (2, 900),
+    "test_plan.py": (1, 60),
+    "test_precision.py": (2, 180),
+    "test_report.py": (2, 600),
+    "test_reproduce.py": (6, 300),
+    "test_seeds.py": (1, 300),
+    "test_slurm.py": (7, 400),
+    "test_sweeps.py": (1, 300),
+    "test_versions.py": (3, 300),
+}
+# A file not listed may start no real run, and takes at most this long.
+DEFAULT_S = 120
