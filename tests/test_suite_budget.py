@@ -49,6 +49,5 @@ def test_every_file_declares_its_real_runs():
                       "`matrix` fixture, or raise the count there on purpose): " + "; ".join(over))
 
 
-def test_the_budget_adds_up_to_the_suite_budget():
-    assert sum(s for _, s in budget.FILES.values()) <= budget.SUITE_BUDGET_S * 2.5  # room per file, not a total
+def test_every_budget_names_a_file_that_exists():
     assert all(f == "conftest.py" or (TESTS / f).exists() for f in budget.FILES), "a budget for a file that is gone"
