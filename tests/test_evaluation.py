@@ -113,3 +113,34 @@ def test_a_notebook_of_no_registered_workload_still_writes_its_result(tmp_path):
     rec.write()
     r = json.loads((tmp_path / files.RESULT).read_text())
     assert r["evaluation"] is None and r["time_to_target"] is None and r["status"] == "ok"
+
+
+def _dcgan_run(tmp_path, monkeypatch, dataset):
+    from frameval.nb import measure, record
+    clock = Clock()
+    for mod in (record, measure, evaluation):
+        monkeypatch.setattr(mod, "time", clock)
+    rec = nb.Recorder("torch", "dcgan", {"epochs": 3, "mode": "graph", "device": "cpu", "dataset": dataset},
+                      out_dir=str(tmp_path), chdir=False)
+    rec.evaluate_during_training(lambda: {"fid": 700.0})
+    for e in range(3):
+        with rec.epoch(samples=4 * STEPS) as ep:
+            for _ in ep.timed([list(range(4))] * STEPS):
+                clock.now += STEP_S
+    rec.write()
+    return json.loads((tmp_path / files.RESULT).read_text())
+
+
+def test_a_costly_metric_with_no_target_is_drawn_once_in_the_last_epoch(tmp_path, monkeypatch, ):
+    """Issue #50: the DCGAN's distance draws 1,000 images; with no target for its data set the
+    curve serves nothing, so it is drawn in the last epoch only (the final figure reuses it)."""
+    from frameval import workloads
+    wl = workloads.get("dcgan")
+    assert wl.target({"dataset": "embedded"}) is None and wl.eval_without_target == "last"
+    ev = _dcgan_run(tmp_path, monkeypatch, "embedded")["evaluation"]
+    assert [p["epochs"] for p in ev["points"]] == [3.0] and ev["only_epoch"] == 3
+
+
+def test_a_metric_with_a_target_is_evaluated_every_epoch(tmp_path, monkeypatch):
+    pts = _run(tmp_path, monkeypatch)["evaluation"]["points"]  # LeNet: a target on every data set
+    assert {int(p["epochs"] + 0.75) for p in pts} == {1, 2, 3}

@@ -42,11 +42,16 @@ def _clean_metrics(out, metric: str) -> dict:
 class Schedule:
     """The notebook's evaluation function and the points it has produced."""
 
-    def __init__(self, fn, metric: str, higher_is_better, per_epoch: int = PER_EPOCH):
+    def __init__(self, fn, metric: str, higher_is_better, per_epoch: int = PER_EPOCH, epochs: int | None = None):
+        """`epochs`: evaluate in that (1-based, the last) epoch only; None: in every epoch."""
         self.fn, self.metric, self.higher = fn, metric, higher_is_better
         self.per_epoch = int(per_epoch)
+        self.only_epoch = epochs
         self.points: list = []
         self.eval_s = 0.0
+
+    def due_in(self, epoch: int) -> bool:
+        return self.only_epoch is None or int(epoch) == int(self.only_epoch)
 
     def evaluate(self, sync, *, epoch: int, step: int, steps: int, samples: int, train_s: float) -> float:
         """Run the evaluation between two synchronisations and record a point;
@@ -63,5 +68,5 @@ class Schedule:
         return secs
 
     def record(self) -> dict:
-        return {"per_epoch": self.per_epoch, "metric": self.metric, "higher_is_better": self.higher,
+        return {"per_epoch": self.per_epoch, "only_epoch": self.only_epoch, "metric": self.metric, "higher_is_better": self.higher,
                 "points": self.points, "eval_s": round(self.eval_s, 6)}

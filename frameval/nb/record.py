@@ -248,7 +248,7 @@ class _EpochTimer:
         k = self.rec.window_steps(n)
         sync = self.rec.sync or (lambda: None)
         schedule = self.rec.evaluation
-        due = evaluation.due_steps(n, schedule.per_epoch) if schedule else set()
+        due = evaluation.due_steps(n, schedule.per_epoch) if schedule and schedule.due_in(self.ep["epoch"]) else set()
         sync()  # what the epoch queued before its steps stays out of the first window
         start, t0 = 0, time.perf_counter()
         for j, item in enumerate(items):
@@ -483,7 +483,9 @@ class Recorder:
         eval_per_epoch unless given), outside the training clock."""
         wl = workloads.get(self.workload)
         per_epoch = wl.eval_per_epoch if per_epoch is None else per_epoch
-        self.evaluation = evaluation.Schedule(fn, wl.quality.key, wl.quality.higher_is_better, per_epoch)
+        last_only = wl.eval_without_target == "last" and wl.target(self.params) is None
+        self.evaluation = evaluation.Schedule(fn, wl.quality.key, wl.quality.higher_is_better, per_epoch,
+                                              epochs=int(self.params.get("epochs") or 1) if last_only else None)
 
     def epoch(self, samples: int | None = None):
         """`with rec.epoch(samples=n) as ep:` times the training part of one epoch."""

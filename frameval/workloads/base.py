@@ -162,6 +162,10 @@ class Workload:
     targets: dict = field(default_factory=dict)
     # evaluations of the quality metric an epoch during training (frameval/nb/evaluation.py)
     eval_per_epoch: int = 4
+    # With no target for the run's data set, evaluate in every epoch ("every") or
+    # in the last only ("last"): a costly metric whose curve serves no target is
+    # drawn once, for the final figure (issue #50: the DCGAN's distance at quick sizes)
+    eval_without_target: str = "every"
 
     def final(self, result: dict):
         """The run's quality figure, or None."""
