@@ -357,7 +357,7 @@ def execute(run: Run, d: Path, kernel: str, parts: dict, timeout: float | None =
     results.clear_for_run(d)
     params = dict(run.params, out_dir=str(d))
     load_papermill()  # once per invocation, outside the run's clock
-    t0 = time.perf_counter()
+    t0, started = time.perf_counter(), time.time()
     proc = start_papermill(run.notebook, d / files.OUTPUT_NB, params, kernel, d, d / files.PAPERMILL_LOG, start_timeout)
     error = _wait(proc, timeout, d, cancel)
     secs = time.perf_counter() - t0
@@ -365,7 +365,8 @@ def execute(run: Run, d: Path, kernel: str, parts: dict, timeout: float | None =
     if res is None and error is None:
         error = notebook_error(d / files.OUTPUT_NB, d / files.PAPERMILL_LOG, proc.returncode)
     runner_fields = dict(extra or {}, cache_parts=parts, cache_key=cache_key(parts), wall_s=round(secs, 2),
-                         executed=time.strftime("%Y-%m-%dT%H:%M:%S"))
+                         executed=time.strftime("%Y-%m-%dT%H:%M:%S"),
+                         runner_clock={"start": started, "end": started + secs})  # frameval/phases.py
     res = results.complete(d, run, res, error, runner_fields, env_fields)
     if error is None:
         return Outcome(res["status"], secs, "" if res["status"] == "ok" else res.get("error", {}).get("message", ""))

@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import __version__, behaviour, data, envs, execute, executors, files, locks, probe, provenance, results
+from . import __version__, behaviour, data, envs, execute, executors, files, locks, phases, probe, provenance, results
 from .executors.context import ExecContext, Job
 from .paths import REPO
 from .schema import Environment, Plan
@@ -63,6 +63,7 @@ class Pipeline:
         self.cancel = execute.Cancel()  # Ctrl-C: set by the signal handler, handed to the executor
         self.executor = executors.get(config.executor)
         self.data_paths: dict = {}  # the data caches prepared: their hashes go into provenance.json
+        self.clock = phases.CommandClock()  # where the command's own time goes (<out>/timing.json)
 
     def say(self, msg: str):
         print(msg, flush=True)
@@ -80,11 +81,13 @@ class Pipeline:
             self._install_signals()
             self.write_plan()
             try:
-                self.prepare_data()
+                with self.clock("data caches"):
+                    self.prepare_data()
             except data.DataError as e:
                 print(f"frameval: error: {' '.join(str(e).split())}", file=sys.stderr, flush=True)
                 return EXIT_FAILED
-            env_by_fw = self.environments()
+            with self.clock("environments"):
+                env_by_fw = self.environments()
             self.record_provenance(env_by_fw)  # before any run: a run cut short still has it
             if cfg.setup_only:
                 self.say("frameval: setup done (environments, kernels, data caches); nothing run (--setup-only)")
@@ -96,7 +99,11 @@ class Pipeline:
                       file=sys.stderr, flush=True)
                 return EXIT_FAILED
             self.record_provenance(env_by_fw)  # again: with the machine's peak, measured just before the runs
-            code = self.collect([str(self.out)])
+            self.clock.write(self.out, files.atomic_write_json)  # the report shows it (its own time: the last line)
+            with self.clock("report"):
+                code = self.collect([str(self.out)])
+            self.clock.write(self.out, files.atomic_write_json)
+            self.say(self.clock.last_line(self.executed_results()))
         if self.cancel.is_set():
             return EXIT_INTERRUPTED
         return EXIT_FAILED if failed or code else 0
@@ -245,12 +252,19 @@ class Pipeline:
             # on Slurm the runs' nodes are not this machine, so none is measured)
             cpu_envs = {k: e for k, e in env_by_fw.items() if isinstance(e, envs.Env)} \
                 if self.config.device == "cpu" else None  # the GPU's ceilings are the GPU issue's
-            probe.record(self.out, self.say, cpu_envs)
+            with self.clock("probe"):
+                probe.record(self.out, self.say, cpu_envs)
         if self.config.behaviour:  # cached per environment: a rerun adds nothing
             behaviour.record(self.out, self.say, {k: e for k, e in env_by_fw.items() if isinstance(e, envs.Env)})
-        failed |= self.executor.execute(self.context(), jobs)
+        with self.clock("runs"):
+            failed |= self.executor.execute(self.context(), jobs)
         results.merge_repeats(self.out, self.runs, self.config.repeats)
         return failed or results.any_failed(self.out, self.runs)
+
+    def executed_results(self) -> list:
+        """The result dicts this command executed (not reused), for the last line's breakdown."""
+        rs = (results.read_result(f) for f in (self.out / files.RUNS).glob(f"*/*/{files.RESULT}"))
+        return [r for r in rs if not r.get("reused")]
 
     def intact(self) -> str:
         """What survives a failed write: the free space, and the results already written."""

@@ -76,6 +76,11 @@ def test_run_matches_spec(matrix, fw, wl, mode):
     mm = r["math_mode"]
     assert mm["effective"] == "float32" and mm["precision"] == "default", mm
     assert None not in mm["switches"].values() and r["check"]["precision"]["set_for_check"] == [], r["check"]
+    # Where the time went (#50): every phase recorded, and together they are the runner's wall time
+    from frameval import phases
+    ph = phases.run_phases(r)
+    assert None not in ph.values(), ph
+    assert sum(v for k, v in ph.items() if not k.startswith("_")) == pytest.approx(r["wall_s"], abs=0.5), ph
     if wl == "lenet":
         assert r["epochs"][0]["test_acc"] > 0.1, "first-epoch accuracy not above chance"
     if wl == "dcgan":
@@ -98,6 +103,12 @@ def test_pipeline_exit_and_report(matrix):
     assert p.returncode == (1 if failed else 0), p.stdout[-2000:] + p.stderr[-2000:]
     assert len(matrix["results"]) == len(CASES)
     assert (out / "report.md").exists() and (out / "report.html").exists()
+    # the command's last line: its total and its largest part; its phases in timing.json and the report
+    assert "frameval: done in " in p.stdout.strip().splitlines()[-1] and "the largest part: runs" in p.stdout
+    from frameval import phases
+    assert set(phases.read(out)["phases"]) == set(phases.COMMAND_PHASES)
+    md = (out / "report.md").read_text()
+    assert "## Where the time went" in md and "| model, compile and the numerical check |" in md
     html = (out / "report.html").read_text()
     import re
     assert not re.search(r'src="https?://|<link[^>]+href="https?://|@import', html), "report.html is not self-contained"

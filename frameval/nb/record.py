@@ -237,6 +237,7 @@ class _EpochTimer:
             if self.rec.evaluation:
                 self.ep["eval_s"] = round(self.eval_s, 6)
             self.rec.epochs.append(self.ep)
+            self.rec.mark("train_end")
             self.rec.write_partial()
             _inject_fault(self.rec)
         return False
@@ -330,6 +331,9 @@ class Recorder:
         self._peak_device = None
         self._nvml = measure.nvml_probe(self.device)
         self.evaluation = None  # evaluation.Schedule, once the notebook hands its function over
+        # Wall-clock marks (Unix seconds) of the run's phases: with the runner's own start and
+        # end they say where every second went (frameval/phases.py, issue #50).
+        self.result["clock"] = {"created": time.time()}
         self._prepare_process(chdir)
 
     # ---------------------------------------------------------------- setup
@@ -354,6 +358,7 @@ class Recorder:
         self.result["rss_after_import_mb"] = _round(measure.rss_mb())
         self.result["memory"]["after_import_mb"] = self.result["rss_after_import_mb"]
         self.result["import_s"] = round(time.perf_counter() - self.t_created, 3)
+        self.mark("imported")
         self.sync = sync
         self._reset_device, self._peak_device = reset_device_peak, device_peak_mb
         if gpu_name:
@@ -388,6 +393,7 @@ class Recorder:
         "host, shares numpy's buffer", "host copy", "device copy")."""
         self.result["data"] = description
         self.result["data_placement"] = placement
+        self.mark("data")
         self.result["memory"]["after_data_mb"] = _round(measure.rss_mb())
 
     def check_done(self, check: dict):
@@ -491,7 +497,12 @@ class Recorder:
         """`with rec.epoch(samples=n) as ep:` times the training part of one epoch."""
         return _EpochTimer(self, samples)
 
+    def mark(self, name: str):
+        """A phase's end, as a wall-clock time (result["clock"]; frameval/phases.py)."""
+        self.result.setdefault("clock", {})[name] = time.time()
+
     def _start_training(self):
+        self.mark("train_start")
         self.record_math_mode()  # what the training runs at: the check has restored its switches by now
         mem = self.result["memory"]
         mem["before_training_mb"] = _round(measure.rss_mb())
@@ -588,6 +599,7 @@ class Recorder:
         self._summarise()
         # the switches as this run had them (never turned on: docs/reproduce.md, "Determinism")
         self.result["determinism"] = determinism.switches(self.framework)
+        self.mark("written")
         if "math_mode" not in self.result:  # no epoch ran: as the switches stand now
             self.record_math_mode()
         self._summarise_evaluation()

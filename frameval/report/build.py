@@ -32,6 +32,7 @@ from .mistakes import mistakes_section
 from .modes import mode_section
 from .analysis import analyse
 from .highapi import api_section
+from .timing import timing_section
 from .peak import gemm_table, machines, peak_text
 from .scaling import scaling_section
 from .versions import version_section
@@ -269,6 +270,8 @@ def _context(request, S, problems, assets_dir) -> dict:
                         loaded["multi_host"], S, request["now"], default=lambda it: [(S("meta_title"), request["title"])])
     repro = problems.run(S("what_section", name=S("h_reproduce")), reproduce, request, loaded["plans"], frameworks, loaded["envs"],
                          S, default=lambda it: {"error": it["text"]})
+    timing = problems.run(S("what_section", name=S("h_timing")), timing_section, rows, request["sources"], S,
+                          default={"command": None, "runs": None})
     if charts.missing_glyphs:
         warnings.append(S("warn_missing_glyphs", n=len(charts.missing_glyphs)))
     notes_md = _notes(request, S, warnings)
@@ -281,7 +284,7 @@ def _context(request, S, problems, assets_dir) -> dict:
         if notes_md else "",
         "summary_assets": assets, "env": env, "sections": sections, "audits": audits, "check": check,
         "versions": versions, "modes": modes, "high_api": high_api, "scaling": scaling,
-        "code": code, "errors": errors, "reproduce": repro, "defects": defects,
+        "code": code, "errors": errors, "reproduce": repro, "defects": defects, "timing": timing,
         "behaviour": behaviour, "mistakes": mistakes, "install": install, "multi_host": loaded["multi_host"], "hosts": loaded["hosts"],
         "name": request["name"], "generated": request["now"].isoformat(timespec="seconds"),
         "_info": {"runs": len(rows), "failed": n_failed, "check_failed": len([w for w in rows if w.check_failed]),
