@@ -531,6 +531,36 @@ def test_kink_flip_is_not_a_failure():
 
 
 @FAST
+def test_lenet_relu_kink_crossing_is_named_not_failed():
+    """LeNet seed 1 at batch 64: one fc2 input sits 1.09e-6 of its layer's RMS above the
+    ReLU kink at step 2. A float32 run that takes the other branch there (the reference
+    with only that input flipped, rounded to float32: what torch.compile and TensorFlow
+    computed) passes through the kink allowance, each figure it passed named with its
+    numbers; the same run with a 1% gradient error still fails."""
+    chk = check.Checker(Rec(), "lenet", 1, batch_size=64)
+    alt = R.lenet_train(chk.w0, chk.batches, chk.lr, kink=R.Kink(2e-6))  # 2e-6: that one input only
+    outputs = (f32(chk._ref_forward()), f32(alt["grads"]), alt["losses"], f32(alt["weights"]), {})
+
+    def run(grads):
+        c = check.Checker(Rec(), "lenet", 1, batch_size=64)
+        c.forward(**outputs[0]), c.grads(grads)
+        for row in outputs[2]:
+            c.losses(**row)
+        c.weights(outputs[3])
+        return c.finish()
+
+    res = run(outputs[1])
+    tol = res["tolerances"]["update"]
+    over = {k for k, v in res["update"].items() if v > tol}
+    assert over and res["ok"] is True and res["kink"]["inputs_near_kink"] >= 1, res["update"]
+    assert {a["tensor"] for a in res["allowances"]} == over
+    for a in res["allowances"]:
+        assert a["error"] == res["update"][a["tensor"]] and tol < a["error"] <= a["allowed"] == tol + a["room"]
+    wrong = run({k: v * np.float32(1.01) if k == "fc2.bias" else v for k, v in outputs[1].items()})
+    assert wrong["ok"] is False and wrong["grads_ok"] is False and wrong["kink"]["budget"]
+
+
+@FAST
 def test_diagnosis_only_when_its_conditions_hold():
     res = checked("lenet", framework_run("lenet"))
     assert res["diagnosis"] == []  # nothing to explain

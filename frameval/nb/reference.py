@@ -154,7 +154,7 @@ def leaky_relu(x, slope=LEAK):
 
 class Kink:
     """Kink ambiguity, asked for by the check (frameval/nb/check.py): a
-    pre-activation within `fraction` * RMS of its layer from the LeakyReLU's
+    pre-activation within `fraction` * RMS of its layer from the (Leaky)ReLU's
     kink has a sign float32 rounding can decide. Handed to the backward, it
     takes the OTHER branch for those elements and counts them in `flips`,
     giving the gradients a float32 framework may legitimately compute. A
@@ -163,23 +163,29 @@ class Kink:
     def __init__(self, fraction: float):
         self.fraction, self.flips = fraction, 0
 
+    def backward(self, dy, x, d, below):
+        """dy * the slope `d`, with the elements near the kink on the other branch
+        (`below`: the slope under the kink; 1 above it). Counted only where a
+        gradient arrives (a max-pool passes none to the inputs it did not pick)."""
+        near = (np.abs(x) < self.fraction * np.sqrt(np.mean(x * x))) & (dy != 0)
+        if not near.any():
+            return dy * d
+        self.flips += int(near.sum())
+        return dy * np.where(near, np.where(x > 0, below, 1.0), d)
+
 
 def leaky_relu_backward(dy, x, slope=LEAK, kink=None):
     d = np.where(x > 0, 1.0, slope)
-    if kink is not None:
-        near = np.abs(x) < kink.fraction * np.sqrt(np.mean(x * x))
-        if near.any():
-            kink.flips += int(near.sum())
-            d = np.where(near, np.where(x > 0, slope, 1.0), d)
-    return dy * d
+    return dy * d if kink is None else kink.backward(dy, x, d, slope)
 
 
 def relu(x):
     return np.maximum(x, 0.0)
 
 
-def relu_backward(dy, x):
-    return dy * (x > 0)
+def relu_backward(dy, x, kink=None):
+    d = (x > 0).astype(np.float64)
+    return dy * d if kink is None else kink.backward(dy, x, d, 0.0)
 
 
 def maxpool2(x):
@@ -262,28 +268,28 @@ def lenet_forward(p, x):
     return logits, (a1, c1, m1, a2, c2, m2, p2.shape, f, h1, h2)
 
 
-def lenet_backward(p, cache, dlogits):
+def lenet_backward(p, cache, dlogits, kink=None):
     a1, c1, m1, a2, c2, m2, p2shape, f, h1, h2 = cache
     g = {}
     r2 = relu(h2)
     g["fc3.weight"], g["fc3.bias"] = dlogits.T @ r2, dlogits.sum(0)
-    dh2 = relu_backward(dlogits @ p["fc3.weight"], h2)
+    dh2 = relu_backward(dlogits @ p["fc3.weight"], h2, kink)
     r1 = relu(h1)
     g["fc2.weight"], g["fc2.bias"] = dh2.T @ r1, dh2.sum(0)
-    dh1 = relu_backward(dh2 @ p["fc2.weight"], h1)
+    dh1 = relu_backward(dh2 @ p["fc2.weight"], h1, kink)
     g["fc1.weight"], g["fc1.bias"] = dh1.T @ f, dh1.sum(0)
     dp2 = (dh1 @ p["fc1.weight"]).reshape(p2shape)
-    da2 = relu_backward(maxpool2_backward(dp2, m2), a2)
+    da2 = relu_backward(maxpool2_backward(dp2, m2), a2, kink)
     dp1, g["conv2.weight"], g["conv2.bias"] = conv2d_backward(da2, c2)
-    da1 = relu_backward(maxpool2_backward(dp1, m1), a1)
+    da1 = relu_backward(maxpool2_backward(dp1, m1), a1, kink)
     _, g["conv1.weight"], g["conv1.bias"] = conv2d_backward(da1, c1, need_dx=False)
     return g
 
 
-def lenet_loss(p, x, y):
+def lenet_loss(p, x, y, kink=None):
     logits, cache = lenet_forward(p, x)
     loss, dl = softmax_cross_entropy(logits, y)
-    return loss, lenet_backward(p, cache, dl)
+    return loss, lenet_backward(p, cache, dl, kink)
 
 
 def lenet_step(p, x, y, lr=1e-3):
@@ -312,9 +318,9 @@ def _track_min(small, grads):
         small[k] = np.abs(v) if k not in small else np.minimum(small[k], np.abs(v))
 
 
-def lenet_train(p, batches, lr=1e-3):
-    """k LeNet steps (see _train)."""
-    return _train(p, batches, lr, lambda q, x, y: lenet_loss(q, x, y))
+def lenet_train(p, batches, lr=1e-3, kink=None):
+    """k LeNet steps (see _train); `kink`: the ReLU inputs near the kink on the other branch."""
+    return _train(p, batches, lr, lambda q, x, y: lenet_loss(q, x, y, kink))
 
 
 # -------------------------------------------------------------------------- DCGAN

@@ -142,6 +142,7 @@ class Workload:
     expected: Callable        # (w0) -> ([trainable names], [running statistics names])
     flat: Callable = lambda w0: w0   # nested weights -> {canonical name: array}
     kink_sensitive: bool = False     # LeakyReLU: the check computes a float32 kink budget
+    kink_fraction: float = 0.0       # how near the kink counts as float32's choice (0: check.KINK_FRACTION)
     bias_count_matters: bool = False  # the check records lstm_biases
     tolerances: dict = field(default_factory=dict)  # the check's, where this workload needs others
     # ---- FLOPs (frameval.flops)

@@ -33,7 +33,7 @@ def _forward(kit, w0, batch):
 
 
 def _train(kit, w0, batches, lr, kink=None):
-    return kit.R.lenet_train(w0, batches, lr)
+    return kit.R.lenet_train(w0, batches, lr, kink=kink)
 
 
 def _expected(w0):
@@ -54,6 +54,10 @@ WORKLOAD = Workload(
     networks=(Network("lenet", 0, WEIGHTS, ("lenet", "model", "total")),),
     sample=datasets.mnist_sample, batch=datasets.labelled_batch, initial=_initial, forward=_forward,
     train=_train, expected=_expected,
+    # Seed 1 at batch 64: one fc2 input sits 1.09e-6 of its layer's RMS from the ReLU kink at step 2, and
+    # a float32 Adam can move it across (torch.compile's bias correction in float32 moved the step-2
+    # pre-activations by up to 6.1e-6 of the RMS, eager PyTorch by 1.4e-6; docs/notebooks.md, "The check").
+    kink_sensitive=True, kink_fraction=1e-5,
     passes=lambda params: (Pass("step", layers()),),
     profiles={"quick": {"epochs": 5, "max_train_samples": 0}, "full": {"dataset": "full"}},
     spec_settings={"batch_size": 64, "lr": 1e-3, "optimizer": "Adam", "betas": [0.9, 0.999], "adam_eps": 1e-8,
