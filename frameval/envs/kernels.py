@@ -45,6 +45,15 @@ FRAMEWORK_KERNEL_ENV = {
     "paddle": {"GLOG_v": "0", "GLOG_minloglevel": "2"},
     "megengine": {"MGE_DEFAULT_DEVICE": "cpu0"},  # CPU kernel only; the GPU one picks gpu0
 }
+# On a GPU (issue #48): NVML's device index is the framework's (CUDA's default order is
+# fastest-first, NVML's is the PCI bus), and no framework takes the GPU's memory up front:
+# XLA preallocates 75% and TensorFlow all of it by default, so their peaks read the pool's
+# size (JAX "184 MB, driver 64,416 MB" on the first H100 run), not what the run used.
+GPU_KERNEL_ENV = {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+FRAMEWORK_GPU_KERNEL_ENV = {
+    "jax": {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"},
+    "tensorflow": {"TF_FORCE_GPU_ALLOW_GROWTH": "true"},
+}
 
 
 def register_kernel(env: Env, name: str, display: str, extra_env: dict | None = None) -> Path:
@@ -83,6 +92,7 @@ def kernel_extra(framework: str, device: str, version: str = "") -> dict:
     extra = dict(FRAMEWORK_KERNEL_ENV.get(framework, {}))
     if device == "gpu":
         extra.pop("MGE_DEFAULT_DEVICE", None)
+        extra.update(GPU_KERNEL_ENV, **FRAMEWORK_GPU_KERNEL_ENV.get(framework, {}))
     if version:
         extra[FRAMEWORK_KEY_ENV] = key(framework, version)
     return extra
