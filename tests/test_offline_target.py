@@ -134,3 +134,19 @@ def test_trimmed_bundle_runs_on_the_users_python_with_no_network(user_python, tm
     on = next((tmp_path / "cache/envs").glob("frameval-runner-on-*.log")).read_text()
     assert f"--no-index --find-links {out}/wheels --no-deps" in on
     assert not list((tmp_path / "cache/envs").glob("frameval-runner-venv-*"))  # environment.yml's runner not built
+
+
+@pytest.mark.fast
+def test_the_collector_kernel_is_registered_for_an_interpreter_that_is_not_the_runner(tmp_path):
+    """FRAMEVAL_NO_BOOTSTRAP=1 with the user's own Python (the H100's first try): the collector's kernel
+    is registered for that Python, with this clone on its PYTHONPATH (there: NoSuchKernel, then
+    "No module named 'frameval'")."""
+    bare = getattr(sys, "_base_executable", sys.executable)  # not the runner environment's Python
+    code = "from frameval.bootstrap import register_runner_kernel; register_runner_kernel()"
+    subprocess.run([bare, "-c", code], cwd=REPO, check=True, timeout=120,
+                   env=dict(os.environ, FRAMEVAL_JUPYTER_DIR=str(tmp_path), FRAMEVAL_NO_BOOTSTRAP="1"))
+    k = json.loads((tmp_path / "kernels/frameval-runner/kernel.json").read_text())
+    assert k["argv"][0] == bare and k["env"]["PYTHONPATH"] == str(REPO)
+    p = subprocess.run([bare, "-c", "import frameval, sys; print(frameval.__file__)"], capture_output=True, text=True,
+                       cwd="/", env=dict(os.environ, **k["env"]), timeout=60)
+    assert p.stdout.startswith(str(REPO)), p.stderr  # what the collector's first cell needs
