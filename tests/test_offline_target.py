@@ -20,6 +20,7 @@ from frameval import envs
 from frameval.bootstrap import RUNNER_SPEC
 from frameval.bundle import manifest as mf
 from frameval.bundle import trim as tr
+from frameval.envs.spec import framework_spec
 from frameval.envs.specfile import parse_spec
 from test_offline import one_line_exit_2, run_cut
 
@@ -150,3 +151,21 @@ def test_the_collector_kernel_is_registered_for_an_interpreter_that_is_not_the_r
     p = subprocess.run([bare, "-c", "import frameval, sys; print(frameval.__file__)"], capture_output=True, text=True,
                        cwd="/", env=dict(os.environ, **k["env"]), timeout=60)
     assert p.stdout.startswith(str(REPO)), p.stderr  # what the collector's first cell needs
+
+
+@pytest.mark.fast
+def test_a_trimmed_bundle_without_an_interpreter_of_its_python_is_one_line(tmp_path):
+    """The runner's Python is the target's (3.12 here), not environment.yml's: accepted by the manifest
+    checks, and refused only where no --python interpreter (nor the one starting frameval) is that Python."""
+    from frameval.envs.lockfile import lock_digest
+    from test_offline import small_bundle
+    b = small_bundle(tmp_path / "b")
+    m = json.loads((b / mf.NAME).read_text())
+    m["environments"]["runner"].update(python="3.12", trimmed=True, lock=lock_digest(parse_spec(RUNNER_SPEC)),
+                                       requirements=["papermill==2.6.0"])
+    m["environments"]["mxnet"]["lock"] = lock_digest(framework_spec("mxnet"))
+    m["target"] = {"python": "3.12", "source": "--target-freeze gpu-box.txt"}
+    (b / mf.NAME).write_text(json.dumps(m))
+    assert mf.check_bundle(b, [("runner", parse_spec(RUNNER_SPEC), lock_digest(parse_spec(RUNNER_SPEC)))])
+    one_line_exit_2(run_all("--offline", str(b), "--frameworks", "mxnet", timeout=120),
+                    "trimmed for Python 3.12", "--target-freeze gpu-box.txt", "--python FW=PATH")
