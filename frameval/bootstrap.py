@@ -8,7 +8,8 @@ import os
 import sys
 from pathlib import Path
 
-from .envs import (EnvBuildError, SpecError, choose_backend, ensure_env, ensure_frameworks, env_for, parse_spec,
+from .bundle import runner_venv
+from .envs import (Env, EnvBuildError, SpecError, choose_backend, ensure_env, ensure_frameworks, env_for, parse_spec,
                    register_kernel)
 from .paths import REPO
 
@@ -17,6 +18,11 @@ RUNNER_KERNEL = "frameval-runner"
 
 
 def runner_env(backend: str = "auto"):
+    """The runner's environment: the one environment.yml builds, or, `--offline` with a bundle trimmed
+    for the user's interpreter, the venv on that interpreter (bundle/runner_venv.py)."""
+    on = runner_venv.active()
+    if on:
+        return Env(spec=parse_spec(RUNNER_SPEC), prefix=runner_venv.prefix(on[0], on[2]), backend="venv")
     return env_for(parse_spec(RUNNER_SPEC), choose_backend(backend))
 
 
@@ -54,6 +60,10 @@ def ensure_runner(argv, backend: str = "auto", script: Path | str | None = None,
 
 
 def _build_runner(spec, b, backend, say, prebuild):
+    on = runner_venv.active()
+    if on:  # a trimmed bundle: no framework environment to build beside it (each is the user's, --python)
+        runner_venv.ensure(*on, echo=print)
+        return runner_env(backend)
     if prebuild and not env_for(spec, b).ready:
         from concurrent.futures import ThreadPoolExecutor
         with ThreadPoolExecutor(max_workers=1) as ex:
@@ -93,8 +103,10 @@ def bootstrap_script(script: str | Path, argv=None, backend: str | None = None) 
 
 
 def register_runner_kernel(backend: str = "auto"):
-    """The collector notebook runs in the runner env, under this kernel name."""
+    """The collector notebook runs under this kernel name, in the interpreter running frameval: the
+    runner env, or the user's own where there is none (FRAMEVAL_NO_BOOTSTRAP). Its kernel.json puts
+    this clone on PYTHONPATH (kernels.kernel_env), so the collector imports frameval from any of them."""
     env = runner_env(backend)
     if not inside_runner(backend):
-        return
+        env = Env(spec=env.spec, prefix=Path(sys.prefix), backend="user", python_path=Path(sys.executable))
     register_kernel(env, RUNNER_KERNEL, "frameval · runner (collector)")

@@ -249,10 +249,28 @@ class RunConfig:
         needed = [(label, spec, lock_digest(spec)) for label, spec in needed]  # bundle and build: one lock
         try:
             self.offline = str(Path(self.offline).expanduser().absolute())
-            self._bundle_data = manifest.check_bundle(self.offline, needed).get("data", [])  # prepare() only
+            checked = manifest.check_bundle(self.offline, needed)
         except manifest.BundleError as e:
             raise BadInput(str(e)) from None
+        self._bundle_data = checked.get("data", [])  # prepare() only
         offline.activate(self.offline)
+        self._runner_on_target(checked)
+
+    def _runner_on_target(self, checked: dict) -> None:
+        """A bundle trimmed for the user's interpreter: the runner runs on a --python interpreter of the
+        target's Python (or the one running frameval), in a venv over it (bundle/runner_venv.py)."""
+        import sys
+        from .bundle import runner_venv
+        entry = runner_venv.trimmed_entry(checked)
+        if not entry:
+            return
+        base = runner_venv.choose_base([*self.user_pythons.values(), sys.executable], entry["python"])
+        if not base:
+            source = (checked.get("target") or {}).get("source", "")
+            raise BadInput(f"--offline {self.offline}: the bundle's runner was trimmed for Python {entry['python']} "
+                           f"({source or 'bundle --target-*'}); give that interpreter with --python FW=PATH "
+                           f"(none given is Python {entry['python']})")
+        runner_venv.activate(base)
 
     def _check_data(self) -> None:
         """Full MNIST planned: one of the ways to it must work (the index is asked

@@ -10,4 +10,7 @@ used where there is none (`run_all.py --offline BUNDLE`).
     wheels.py     making one: pins resolved for the target with uv, wheels fetched with pip,
                   sizes from the index's metadata for --dry-run (runner environment)
     make.py       the bundle command's work: environments, data, manifest, sizes printed
+    trim.py       a runner bundle trimmed to what a target interpreter lacks (standard library only)
+    runner_venv.py  the runner on that interpreter: a venv over it, the bundle's wheels added
+                  offline (standard library only)
 """

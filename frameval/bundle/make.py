@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ..envs import lockfile
 from ..envs.index import file_version
+from ..envs.installers import EnvBuildError
 from ..files import atomic_write_json
 from . import manifest as mf
 from . import wheels as wh
@@ -26,12 +27,13 @@ def mb(n: int) -> str:
     return f"{n / 1e6:,.1f} MB"
 
 
-def env_entry(label, spec, python, plat, out: Path, log, dry_run: bool, echo) -> dict:
-    """One environment: its pins resolved for the target, and its files fetched (or only sized)."""
+def env_entry(label, spec, python, plat, out: Path, log, dry_run: bool, echo, trimmed=None) -> dict:
+    """One environment: its pins resolved for the target (or, `trimmed`, those a target
+    interpreter lacks: trim.py), and its files fetched (or only sized)."""
     t0 = time.perf_counter()
     built: dict = {}
-    lock = locked_for(spec, python, plat)
-    pins = ([f"{n}=={v}" for n, v in lock.pins.items()] if lock
+    lock = None if trimmed else locked_for(spec, python, plat)
+    pins = (trimmed.pins if trimmed else [f"{n}=={v}" for n, v in lock.pins.items()] if lock
             else wh.compile_pins(list(spec.pip), python, plat, log))
     if dry_run:
         files = wh.sizes(pins, python, plat)
@@ -48,9 +50,33 @@ def env_entry(label, spec, python, plat, out: Path, log, dry_run: bool, echo) ->
     rels = [(f"{mf.WHEELS}/{n}", b) for n, b in files]
     # a wheel built here from a pin's sdist is not the file whose hash the lock holds: named, so that
     # --offline adds its hash (the manifest's) for that pin alone (offline.py)
-    return {"spec": spec.path.name, "spec_key": spec.key, "python": python, "requirements": pins,
-            "lock": lock.digest if lock else "", "built_from_sdist": built,
-            "wheels": [r for r, _ in rels], "bytes": total}, rels
+    entry = {"spec": spec.path.name, "spec_key": spec.key, "python": python, "requirements": pins,
+             "lock": lock.digest if lock else "", "built_from_sdist": built,
+             "wheels": [r for r, _ in rels], "bytes": total}
+    if trimmed:  # --offline installs these into a venv on the target interpreter (runner_venv.py)
+        entry.update(lock=lockfile.lock_digest(spec), trimmed=True,
+                     reused={n: have for n, have, _ in trimmed.reused}, left_out=dict(trimmed.left_out))
+    return entry, rels
+
+
+def trim_for(spec, target: dict, echo):
+    """What the target interpreter lacks of the runner's lock, printed: packed, reused and left out, and why."""
+    from . import trim as tr
+    lock, _ = lockfile.status(spec)
+    if not lock:
+        raise EnvBuildError(f"a trimmed bundle needs the runner's lock ({spec.path.name}'s); make it with "
+                            "`run_all.py lock runner`")
+    t = tr.trim(lock.path.read_text(), spec.pip, tr.parse_freeze(target["freeze"]))
+    p = "frameval: bundle:"
+    echo(f"{p} target: Python {target['python']} on {target['platform']} ({target['source']}, "
+         f"{target['packages']} packages): a run needs {len(t.packed) + len(t.reused)} of the lock's "
+         f"{len(lock.pins)} packages; {len(t.reused)} reused from the target, {len(t.packed)} packed")
+    echo(f"{p}   packed: " + ", ".join(f"{n} {v}" + ("" if why == "not in the target" else f" ({why})")
+                                       for n, v, why in t.packed) + " (not in the target, unless said)")
+    echo(f"{p}   reused (the target has them): " + ", ".join(
+        f"{n} {have}" + ("" if have == v else f" (lock {v})") for n, have, v in t.reused))
+    echo(f"{p}   left out (a run does not use them): " + "; ".join(f"{n}: {why}" for n, why in t.left_out))
+    return t
 
 
 def _is_wheel_of(filename: str, pin: str) -> bool:
@@ -81,8 +107,10 @@ def add_data(out: Path, full: bool, echo) -> list:
 
 
 def make(out, targets, python_version: str, plat: str, device: str, full: bool = False,
-         dry_run: bool = False, echo=print) -> dict:
-    """Write the bundle into `out` for `targets` [(label, EnvSpec)]; returns the manifest."""
+         dry_run: bool = False, echo=print, target: dict | None = None) -> dict:
+    """Write the bundle into `out` for `targets` [(label, EnvSpec)]; returns the manifest.
+    `target` (bundle --target-python/--target-freeze: its python, platform, freeze, source): the
+    runner's wheels only for what that interpreter lacks."""
     out = Path(out)
     envs, unique = {}, {}
     with contextlib.ExitStack() as held:
@@ -91,7 +119,9 @@ def make(out, targets, python_version: str, plat: str, device: str, full: bool =
         logs.mkdir(parents=True, exist_ok=True)
         log = held.enter_context(open(logs / "bundle.log", "a"))
         for label, spec in targets:
-            envs[label], rels = env_entry(label, spec, python_version or spec.python, plat, out, log, dry_run, echo)
+            trimmed = trim_for(spec, target, echo) if target and label == "runner" else None
+            envs[label], rels = env_entry(label, spec, python_version or spec.python, plat, out, log, dry_run, echo,
+                                          trimmed)
             unique.update(rels)
     total = sum(unique.values())
     if device == "gpu":
@@ -107,6 +137,7 @@ def make(out, targets, python_version: str, plat: str, device: str, full: bool =
     data = add_data(out, full, echo)
     manifest = {"format": mf.FORMAT, "platform": plat, "device": device, "made": time.strftime("%Y-%m-%dT%H:%M:%SZ",
                 time.gmtime()), "environments": envs, "data": data,
+                "target": {k: v for k, v in (target or {}).items() if k != "freeze"},
                 "files": mf.file_entries(out, list(unique) + data)}
     atomic_write_json(out / mf.NAME, manifest)
     size = sum(f["bytes"] for f in manifest["files"].values())

@@ -94,7 +94,7 @@ def check_env(bundle: Path, manifest: dict, label: str, spec, lock: str = "") ->
         again = "" if label == "runner" else f" --frameworks {label.replace('@', '==')}"
         raise BundleError(f"--offline {bundle}: the bundle {why}; make it again with "
                           f"`run_all.py bundle OUT{again}`")
-    if entry.get("python") != spec.python:
+    if entry.get("python") != spec.python and not entry.get("trimmed"):  # trimmed: on the user's Python
         raise BundleError(f"--offline {bundle}: the bundle was made for Python {entry.get('python')}, but "
                           f"{spec.path.name} builds {label} with Python {spec.python}; make it with "
                           f"--python-version {spec.python}")

@@ -16,6 +16,8 @@ EPILOG = """examples:
   python3 run_all.py bundle ~/frameval-bundle                      runner + every CPU framework
   python3 run_all.py bundle ~/fb --frameworks torch,jax --device gpu --dry-run   sizes only, nothing downloaded
   python3 run_all.py bundle ~/fb --runner-only --python-version 3.11 --platform manylinux_2_28_x86_64
+  python3 run_all.py bundle ~/fb --runner-only --target-freeze gpu-box-freeze.txt --python-version 3.12
+                     only what that interpreter lacks; there: --offline ~/fb --python torch=$(command -v python3)
 """
 
 
@@ -32,6 +34,12 @@ def parser() -> argparse.ArgumentParser:
                    help="the target Python for every environment (default: each spec's own, as it builds here)")
     p.add_argument("--platform", default="", metavar="TAG",
                    help="the target wheel platform, e.g. manylinux_2_28_x86_64 (default: this machine's)")
+    p.add_argument("--target-python", default="", metavar="PATH",
+                   help="with --runner-only: pack only what this interpreter lacks of the runner's packages, for "
+                        "its Python and platform; --offline then runs the runner on it (docs/offline.md)")
+    p.add_argument("--target-freeze", default="", metavar="FILE",
+                   help="the same from that interpreter's `pip freeze` (made on a machine with no network); "
+                        "--python-version and --platform name its Python (default the runner spec's) and platform")
     p.add_argument("--data", default="embedded", help="embedded (default: the MNIST subset and CO2) or full "
                                                       "(full MNIST too)")
     p.add_argument("--dry-run", action="store_true",
@@ -64,9 +72,47 @@ def check(args) -> None:
         fail(f"bundle --platform {args.platform!r}: expected a wheel platform tag, e.g. manylinux_2_28_x86_64")
     if args.data not in ("embedded", "full"):
         fail(f"bundle --data {args.data!r}: choose embedded or full")
+    check_target(args)
     out = Path(args.out).expanduser()
     if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not (out / "manifest.json").exists())):
         fail(f"bundle {out}: exists and is not an empty folder or a bundle; choose another folder")
+
+
+def check_target(args) -> None:
+    """--target-python / --target-freeze: one of them, with --runner-only; the target read (exit 2 if it cannot be)."""
+    given = [o for o, v in (("--target-python", args.target_python), ("--target-freeze", args.target_freeze)) if v]
+    args.target = None
+    if not given:
+        return
+    if len(given) > 1:
+        fail("bundle: --target-python and --target-freeze both given; name the target once")
+    if not args.runner_only:
+        fail(f"bundle {given[0]}: only with --runner-only (the frameworks come from that interpreter: --python FW=PATH)")
+    from ..bundle.manifest import machine_platform
+    from ..bundle.trim import TargetError, parse_freeze, probe_target
+    if args.target_python:
+        if args.python_version or args.platform:
+            fail("bundle --target-python: its Python and platform are read from it; leave out --python-version "
+                 "and --platform")
+        try:
+            t = probe_target(args.target_python)
+        except TargetError as e:
+            fail(str(e))
+        t["source"] = f"--target-python {t.pop('executable')}"
+    else:
+        try:
+            text = Path(args.target_freeze).expanduser().read_text()
+        except OSError as e:
+            fail(f"bundle --target-freeze {args.target_freeze}: cannot be read ({e.strerror or e})")
+        if not parse_freeze(text):
+            fail(f"bundle --target-freeze {args.target_freeze}: no `name==version` lines (not a pip freeze)")
+        from ..bootstrap import RUNNER_SPEC
+        from ..envs.specfile import parse_spec
+        t = {"python": args.python_version or parse_spec(RUNNER_SPEC, stdlib_only=True).python,
+             "platform": args.platform or machine_platform(), "freeze": text,
+             "source": f"--target-freeze {Path(args.target_freeze).expanduser().absolute()}"}
+    t["packages"] = len(parse_freeze(t["freeze"]))
+    args.python_version, args.platform, args.target = t["python"], t["platform"], t
 
 
 def main(argv) -> int:
@@ -80,7 +126,8 @@ def main(argv) -> int:
     from ..envs.installers import EnvBuildError
     try:
         make(Path(args.out).expanduser().absolute(), todo, args.python_version, args.platform or machine_platform(),
-             args.device, full=args.data == "full", dry_run=args.dry_run, echo=lambda m: print(m, flush=True))
+             args.device, full=args.data == "full", dry_run=args.dry_run, echo=lambda m: print(m, flush=True),
+             target=args.target)
     except EnvBuildError as e:
         print(f"frameval: error: bundle: {e} (log: {Path(args.out) / 'bundle.log'})", flush=True)
         return 1
