@@ -34,6 +34,7 @@ FILES = {
     "test_lab.py": (4, 300),
     "test_measure.py": (1, 120),
     "test_offline.py": (6, 400),
+    "test_offline_target.py": (3, 300),
     "test_pipeline.py": (2, 900),
     "test_plan.py": (1, 60),
     "test_precision.py": (2, 180),
