@@ -96,7 +96,8 @@ def _child(threads: int, what: str, *args):
         return None
 
 
-def measure(env_by_fw: dict | None = None, say=print, n: int = MATMUL_N, copy_mb: int = COPY_MB) -> dict:
+def measure(env_by_fw: dict | None = None, say=print, n: int = MATMUL_N, copy_mb: int = COPY_MB,
+            wait_s: float = idle.WAIT_S) -> dict:
     """The figures, how they were measured, the caps that were removed for them,
     and the machine's load around them. With `env_by_fw` ({fw_key: Env}), each
     framework's own GEMM too, and the machine's peak is the best of all.
@@ -104,7 +105,7 @@ def measure(env_by_fw: dict | None = None, say=print, n: int = MATMUL_N, copy_mb
     import numpy as np
     cores = os.cpu_count() or 1
     t0, load = time.perf_counter(), idle.load()
-    waited = idle.wait_for_idle(say)
+    waited = idle.wait_for_idle(say, wait_s)
     one = _child(1, "matmul", n) or {}
     every = (_child(cores, "matmul", n) or {}) if cores > 1 else one
     bw = _child(cores, "copy_gbs", copy_mb)
