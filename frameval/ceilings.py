@@ -14,6 +14,7 @@ from . import cpu, envscripts
 from .catalog import framework_name
 
 MODULE = "frameval.fw.gemm"
+ALSO = ("frameval.idle", "frameval.nb.measure")  # what the script imports: a change measures again
 # A framework whose ceiling is below this share of the best framework's: its gap is in the kernels.
 KERNEL_GAP = 0.5
 # A run reaching under this share of the fastest run's own share of its ceiling: the gap is around them.
@@ -21,33 +22,50 @@ AROUND_GAP = 0.5
 
 
 def measure(env_by_fw: dict, threads_all: int, say=print) -> dict:
-    """{fw_key: {"gflops_1", "gflops_all", "op", "version", "isa_caps", "cached", "error"}}
-    for every environment in `env_by_fw` (the CPU's) that built."""
+    """{fw_key: {"gflops_1", "gflops_all", "gflops_best", "threads_best", "busy",
+    "figures", "op", "version", "isa_caps", "cached", "error"}} for every
+    environment in `env_by_fw` (the CPU's) that built. The ceiling is the best
+    over the thread counts (a BLAS can be slower on 2 threads than on 1); a
+    figure measured busy names why in "busy" and is never the ceiling."""
     out = {}
     for key, env in sorted(env_by_fw.items()):
         if not hasattr(env, "python"):  # did not build: its runs are recorded failed
             continue
-        framework = key.split("==")[0]
-        entry: dict = {"framework": framework}
-        for label, n in (("1", 1), ("all", threads_all)):
-            if n == 1 and label == "all" and "gflops_1" in entry:
-                entry["gflops_all"] = entry["gflops_1"]
-                continue
-            got = envscripts.run(env, MODULE, [framework, n], {v: n for v in cpu.THREAD_VARS})
-            if "error" in got:
-                entry["error"] = got["error"]
-                entry[f"gflops_{label}"] = None
-                continue
-            entry[f"gflops_{label}"] = got["gflops"]
-            entry.update(op=got.get("op"), version=got.get("version"), isa_caps=got.get("isa_caps") or {},
-                         cached=got.get("cached", False) and entry.get("cached", True))
-        out[key] = entry
+        out[key] = _one(env, key.split("==")[0], threads_all)
     if out:
         fresh = [k for k, e in out.items() if not e.get("cached")]
+        busy = [f"{k} ({e['busy']})" for k, e in out.items() if e.get("busy")]
         say(f"frameval: each framework's own float32 GEMM: " + ", ".join(
             f"{k} {_gf(e.get('gflops_1'))}/{_gf(e.get('gflops_all'))}" for k, e in out.items())
-            + f" GFLOP/s on 1/{threads_all} threads ({'measured: ' + ', '.join(fresh) if fresh else 'all cached'})")
+            + f" GFLOP/s on 1/{threads_all} threads ({'measured: ' + ', '.join(fresh) if fresh else 'all cached'}"
+            + f", {sum(e.get('seconds') or 0 for e in out.values()):.1f} s)"
+            + (f"; not idle, so no ceiling: {', '.join(busy)}" if busy else ""))
     return out
+
+
+def _one(env, framework: str, threads_all: int) -> dict:
+    entry: dict = {"framework": framework, "figures": {}, "seconds": 0.0}
+    for label, n in (("1", 1), ("all", threads_all)):
+        if label == "all" and n == 1:
+            entry["gflops_all"] = entry.get("gflops_1")
+            continue
+        got = envscripts.run(env, MODULE, [framework, n], {v: n for v in cpu.THREAD_VARS}, also=ALSO)
+        entry["seconds"] = round(entry["seconds"] + (got.get("seconds") or 0), 2)
+        if "error" in got:
+            entry["error"] = got["error"]
+            entry[f"gflops_{label}"] = None
+            continue
+        entry[f"gflops_{label}"] = got["gflops"]
+        entry["figures"][str(n)] = {k: got.get(k) for k in ("gflops", "repeats", "spread", "load", "other_share", "busy")}
+        entry.update(op=got.get("op"), version=got.get("version"), isa_caps=got.get("isa_caps") or {},
+                     cached=got.get("cached", False) and entry.get("cached", True))
+    figs = entry["figures"]
+    busy = [f"{n} thread{'s' if n != '1' else ''}: {f['busy']}" for n, f in figs.items() if f.get("busy")]
+    entry["busy"] = "; ".join(busy) or None
+    idle_figs = [(f["gflops"], int(n)) for n, f in figs.items() if not f.get("busy") and f.get("gflops")]
+    # the best over thread counts, and only where every count was idle: a busy one might have been the best
+    entry["gflops_best"], entry["threads_best"] = max(idle_figs) if idle_figs and not busy else (None, None)
+    return entry
 
 
 def _gf(v) -> str:

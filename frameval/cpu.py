@@ -22,22 +22,41 @@ import re
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "BLIS_NUM_THREADS",
                "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS", "NUMEXPR_NUM_THREADS")
 
-# Named caps: the variable, the library that reads it, what it does.
+# Named caps: the variable, the library that reads it, what it does, and the
+# machines (platform.machine(), normalised by `arch`) where that library reads
+# it; None: every machine. A cap whose library cannot load here acts on nothing:
+# NVPL is NVIDIA's Arm BLAS, MKL's code paths are Intel x86 ones.
+X86, ARM = ("x86_64",), ("aarch64",)
 CAP_VARS = {
-    "OPENBLAS_CORETYPE": ("OpenBLAS", "forces the kernel set of a named core (Haswell = AVX2 kernels)"),
-    "OPENBLAS_L2_SIZE": ("OpenBLAS", "overrides the L2 cache size its blocking assumes"),
-    "MKL_ENABLE_INSTRUCTIONS": ("MKL", "the newest instruction set MKL may dispatch to"),
-    "MKL_DEBUG_CPU_TYPE": ("MKL", "forces MKL's code path for a CPU type"),
-    "MKL_CBWR": ("MKL", "conditional numerical reproducibility: pins a code path"),
-    "ONEDNN_MAX_CPU_ISA": ("oneDNN", "the newest instruction set oneDNN may use"),
-    "DNNL_MAX_CPU_ISA": ("oneDNN", "the newest instruction set oneDNN may use (old name)"),
-    "ONEDNN_CPU_ISA_HINTS": ("oneDNN", "instruction-set hints"),
-    "DNNL_CPU_ISA_HINTS": ("oneDNN", "instruction-set hints (old name)"),
-    "ATEN_CPU_CAPABILITY": ("PyTorch", "the ATen kernels' instruction set (default, avx2, avx512)"),
-    "NPY_DISABLE_CPU_FEATURES": ("numpy", "CPU features numpy's own kernels must not use"),
-    "BLIS_ARCH_TYPE": ("BLIS", "forces BLIS's kernels of a named architecture"),
-    "NVPL_BLAS_DEBUG_CPU_TYPE": ("NVPL BLAS", "forces NVPL's code path for a CPU type"),
+    "OPENBLAS_CORETYPE": ("OpenBLAS", "forces the kernel set of a named core (Haswell = AVX2 kernels)", None),
+    "OPENBLAS_L2_SIZE": ("OpenBLAS", "overrides the L2 cache size its blocking assumes", None),
+    "MKL_ENABLE_INSTRUCTIONS": ("MKL", "the newest instruction set MKL may dispatch to", X86),
+    "MKL_DEBUG_CPU_TYPE": ("MKL", "forces MKL's code path for a CPU type", X86),
+    "MKL_CBWR": ("MKL", "conditional numerical reproducibility: pins a code path", X86),
+    "ONEDNN_MAX_CPU_ISA": ("oneDNN", "the newest instruction set oneDNN may use", None),
+    "DNNL_MAX_CPU_ISA": ("oneDNN", "the newest instruction set oneDNN may use (old name)", None),
+    "ONEDNN_CPU_ISA_HINTS": ("oneDNN", "instruction-set hints", None),
+    "DNNL_CPU_ISA_HINTS": ("oneDNN", "instruction-set hints (old name)", None),
+    "ATEN_CPU_CAPABILITY": ("PyTorch", "the ATen kernels' instruction set (default, avx2, avx512)", None),
+    "NPY_DISABLE_CPU_FEATURES": ("numpy", "CPU features numpy's own kernels must not use", None),
+    "BLIS_ARCH_TYPE": ("BLIS", "forces BLIS's kernels of a named architecture", None),
+    "NVPL_BLAS_DEBUG_CPU_TYPE": ("NVPL BLAS", "forces NVPL's code path for a CPU type", ARM),
 }
+_ARCH = {"amd64": "x86_64", "x64": "x86_64", "arm64": "aarch64"}
+
+
+def arch(machine: str | None = None) -> str:
+    """This machine's architecture as CAP_VARS names it (x86_64, aarch64, ...)."""
+    m = (machine or platform.machine() or "").lower()
+    return _ARCH.get(m, m)
+
+
+def acts_here(name: str, machine: str | None = None) -> bool:
+    """Whether the library that reads cap `name` can run on this machine."""
+    where = CAP_VARS.get(name, ("", "", None))[2]
+    return where is None or arch(machine) in where
+
+
 # Any other variable whose name says it selects an instruction set or a core type.
 _CAP_NAME = re.compile(r"(MAX_CPU_ISA|CPU_ISA|CORETYPE|CPU_TYPE|CPU_CAPABILITY|ARCH_TYPE|ENABLE_INSTRUCTIONS|"
                        r"DISABLE_CPU_FEATURES)$")
@@ -45,14 +64,25 @@ _CAP_NAME = re.compile(r"(MAX_CPU_ISA|CPU_ISA|CORETYPE|CPU_TYPE|CPU_CAPABILITY|A
 _XLA_CAP = re.compile(r"--xla_cpu_max_isa=\S+")
 
 
-def caps(environ=None) -> dict:
-    """{variable: value} of every instruction-set cap in `environ` (default: os.environ)."""
+def _all_caps(env) -> dict:
+    return {k: env[k] for k in env if k in CAP_VARS or _CAP_NAME.search(k)}
+
+
+def caps(environ=None, machine: str | None = None) -> dict:
+    """{variable: value} of every instruction-set cap in `environ` (default:
+    os.environ) that acts on this machine (`acts_here`)."""
     env = os.environ if environ is None else environ
-    out = {k: env[k] for k in env if k in CAP_VARS or _CAP_NAME.search(k)}
+    out = {k: v for k, v in _all_caps(env).items() if acts_here(k, machine)}
     xla = _XLA_CAP.findall(env.get("XLA_FLAGS", ""))
     if xla:
         out["XLA_FLAGS"] = " ".join(xla)
     return dict(sorted(out.items()))
+
+
+def inert_caps(environ=None, machine: str | None = None) -> dict:
+    """The caps set in `environ` whose library cannot run on this machine: recorded, never listed as caps."""
+    env = os.environ if environ is None else environ
+    return dict(sorted((k, v) for k, v in _all_caps(env).items() if not acts_here(k, machine)))
 
 
 def uncapped(environ=None) -> dict:
@@ -70,7 +100,7 @@ def uncapped(environ=None) -> dict:
 
 def describe(name: str) -> str:
     """'OpenBLAS: forces the kernel set ...' for a named cap, else a generic line."""
-    lib, what = CAP_VARS.get(name, ("", "names an instruction set or core type"))
+    lib, what, _ = CAP_VARS.get(name, ("", "names an instruction set or core type", None))
     return f"{lib}: {what}" if lib else what
 
 

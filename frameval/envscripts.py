@@ -79,5 +79,6 @@ def run(env, module: str, args: list, env_vars: dict | None = None, timeout: flo
         last = (p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1]
         return {"error": last[:300], "seconds": secs}
     out["seconds"] = secs
-    files.atomic_write_json(path, out)
+    if out.pop("cache", True):  # a script may refuse its line (a figure measured busy: measure it again next time)
+        files.atomic_write_json(path, out)
     return dict(out, cached=False)

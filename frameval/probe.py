@@ -4,8 +4,9 @@ matrix product through numpy's BLAS on 1 thread and on all threads, and the
 memory bandwidth of a large copy. The pipeline writes it to `<out>/machine.json`
 before the runs; the report sets every run's achieved GFLOP/s against it.
 
-Each figure is the best of a few repeats (a peak, not a typical value), each
-thread count in its own child process: BLAS reads its thread count from the
+Each figure is the best of a few repeats (a peak, not a typical value),
+repeated until the best two agree (frameval/idle.py), each thread count in its
+own child process: BLAS reads its thread count from the
 environment when it loads, so a child is the one sure way to pin it. The
 children run with every instruction-set cap removed (`frameval/cpu.py`): a
 machine that exports `OPENBLAS_CORETYPE=Haswell` would otherwise measure half
@@ -15,6 +16,12 @@ were set are recorded; the runs themselves keep them.
 The machine's figure is the best of numpy's BLAS and each framework's own
 matrix product (`frameval/ceilings.py`, measured in the frameworks' environments),
 and names the library that reached it.
+
+A busy machine measures low (#49: MindSpore's GEMM 63 GFLOP/s at load 3.98
+on 2 cores, 110 idle). The probe waits briefly for a busy machine to settle,
+records each figure's load, repeat spread and the other processes' share of
+the CPU, and says in "busy" which figures it could not measure idle: the
+report then builds no share, alert or diagnosis on them.
 """
 from __future__ import annotations
 
@@ -25,24 +32,26 @@ import sys
 import time
 from pathlib import Path
 
-from . import ceilings, cpu, files
+from . import ceilings, cpu, files, idle
+from .catalog import framework_name
 
 MACHINE = "machine.json"  # <out>/machine.json
 MATMUL_N = 2048           # 17 GFLOP a product: ~0.1-0.2 s on one core of this machine, near BLAS's peak
 COPY_MB = 128             # well beyond any cache
-REPEATS = 5  # best of 5: best of 2 read 121 to 173 GFLOP/s on 2 idle cores (frequency, the other core)
+REPEATS = 5  # the copy's best of 5; the products repeat until they agree (idle.best_time)
 THREAD_VARS = cpu.THREAD_VARS
 
 
-def matmul_gflops(n: int = MATMUL_N, repeats: int = REPEATS) -> float:
-    """Best GFLOP/s of an n x n float32 product (2 n^3 FLOPs), after one warm-up."""
+def matmul(n: int = MATMUL_N) -> dict:
+    """An n x n float32 product (2 n^3 FLOPs) timed by idle.best_time:
+    {"gflops", "repeats", "spread", "load", "other_share", "busy"}."""
     import numpy as np
     rng = np.random.default_rng(0)
     a, b = rng.random((n, n), dtype=np.float32), rng.random((n, n), dtype=np.float32)
     out = np.empty((n, n), dtype=np.float32)
-    np.matmul(a, b, out=out)
-    best = min(_timed(lambda: np.matmul(a, b, out=out)) for _ in range(repeats))
-    return 2 * n ** 3 / best / 1e9
+    t = idle.best_time(lambda: np.matmul(a, b, out=out))
+    return {"gflops": 2 * n ** 3 / t["best_s"] / 1e9, "repeats": t["repeats"], "spread": t["spread"], "times": t["times"],
+            "load": t["load"], "other_share": t["other_share"], "busy": idle.busy_reason(t)}
 
 
 def copy_gbs(mb: int = COPY_MB, repeats: int = REPEATS, threads: int | None = None) -> float:
@@ -71,7 +80,7 @@ def _timed(fn) -> float:
     return time.perf_counter() - t0
 
 
-def _child(threads: int, what: str):
+def _child(threads: int, what: str, *args):
     """One figure measured in a child process whose BLAS has `threads` threads,
     with every instruction-set cap removed: the machine, not a cap some older
     library needed."""
@@ -79,7 +88,7 @@ def _child(threads: int, what: str):
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[1]),
                                                       env.get("PYTHONPATH", "")]))
     env.update({v: str(threads) for v in THREAD_VARS})
-    code = f"import json; from frameval.probe import {what}; print(json.dumps({what}()))"
+    code = f"import json; from frameval.probe import {what}; print(json.dumps({what}(*{list(args)!r})))"
     try:
         p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
         return json.loads(p.stdout.strip().splitlines()[-1]) if p.returncode == 0 else None
@@ -87,42 +96,43 @@ def _child(threads: int, what: str):
         return None
 
 
-def _load() -> list | None:
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except OSError:
-        return None
-
-
-def measure(env_by_fw: dict | None = None, say=print) -> dict:
+def measure(env_by_fw: dict | None = None, say=print, n: int = MATMUL_N, copy_mb: int = COPY_MB,
+            wait_s: float = idle.WAIT_S) -> dict:
     """The figures, how they were measured, the caps that were removed for them,
     and the machine's load around them. With `env_by_fw` ({fw_key: Env}), each
-    framework's own GEMM too, and the machine's peak is the best of all."""
+    framework's own GEMM too, and the machine's peak is the best of all.
+    "busy": the figures not measured idle, and why (None: all idle)."""
     import numpy as np
     cores = os.cpu_count() or 1
-    t0, load = time.perf_counter(), _load()
-    one = _child(1, "matmul_gflops")
-    every = _child(cores, "matmul_gflops") if cores > 1 else one
-    bw = _child(cores, "copy_gbs")
+    t0, load = time.perf_counter(), idle.load()
+    waited = idle.wait_for_idle(say, wait_s)
+    one = _child(1, "matmul", n) or {}
+    every = (_child(cores, "matmul", n) or {}) if cores > 1 else one
+    bw = _child(cores, "copy_gbs", copy_mb)
     blas = _child(1, "blas_name") or "unknown"
     fws = ceilings.measure(env_by_fw, cores, say) if env_by_fw else {}
     numpy_name = f"numpy ({blas})"
-    peak1, lib1 = ceilings.best(one, numpy_name, fws, "gflops_1")
-    peak_all, lib_all = ceilings.best(every, numpy_name, fws, "gflops_all")
+    busy = [f"numpy on {k}: {f['busy']}" for k, f in (("1 thread", one), (f"{cores} threads", every)) if f.get("busy")]
+    busy += [f"{framework_name(e['framework'])} ({e['busy']})" for e in fws.values() if e.get("busy")]
+    peak1, lib1 = ceilings.best(one.get("gflops"), numpy_name, fws, "gflops_1")
+    peak_all, lib_all = ceilings.best(every.get("gflops"), numpy_name, fws, "gflops_all")
     return {
         "peak_gflops_1": peak1, "peak_gflops_all": peak_all, "peak_library_1": lib1, "peak_library_all": lib_all,
-        "threads_all": cores, "bandwidth_gbs": bw, "numpy_gflops_1": one, "numpy_gflops_all": every,
-        "frameworks": fws, "cpu": cpu.identity(), "isa_caps": cpu.caps(),
-        "method": {"matmul": f"float32 {MATMUL_N}x{MATMUL_N} @ {MATMUL_N}x{MATMUL_N} (2n^3 FLOPs): numpy.matmul, "
-                             f"best of {REPEATS} after a warm-up, one child process per thread count "
+        "threads_all": cores, "bandwidth_gbs": bw, "numpy_gflops_1": one.get("gflops"),
+        "numpy_gflops_all": every.get("gflops"), "numpy_figures": {"1": one, str(cores): every},
+        "frameworks": fws, "cpu": cpu.identity(), "isa_caps": cpu.caps(), "isa_caps_inert": cpu.inert_caps(),
+        "method": {"matmul": f"float32 {n}x{n} @ {n}x{n} (2n^3 FLOPs): numpy.matmul, best of "
+                             f"{idle.MIN_REPEATS} to {idle.MAX_REPEATS} after a warm-up (until the best two agree "
+                             f"within {idle.AGREE:.0%}), one child process per thread count "
                              f"({', '.join(THREAD_VARS)}) with every instruction-set cap removed; each "
                              "framework's own product in its environment as its runs see it (frameval/fw/gemm.py); "
                              "the peak is the best of all",
-                   "copy": f"numpy.copyto of {COPY_MB} MB float32 in {cores} slices on {cores} threads "
+                   "copy": f"numpy.copyto of {copy_mb} MB float32 in {cores} slices on {cores} threads "
                            f"(read + write counted), best of {REPEATS}",
                    "numpy": np.__version__, "blas": blas},
         "gpu": None,  # the same on the device with the framework's own product: not built yet
-        "load_before": load, "load_after": _load(), "seconds": round(time.perf_counter() - t0, 2),
+        "load_before": load, "load_measured": waited["load"], "waited_s": waited["waited_s"],
+        "busy": "; ".join(busy) or None, "load_after": idle.load(), "seconds": round(time.perf_counter() - t0, 2),
         "measured": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
 
@@ -139,15 +149,16 @@ def blas_name() -> str:
         return "unknown"
 
 
-def record(out, say=print, env_by_fw: dict | None = None) -> dict:
+def record(out, say=print, env_by_fw: dict | None = None, **sizes) -> dict:
     """Measure and write `<out>/machine.json`; a line or two said."""
-    m = measure(env_by_fw, say)
+    m = measure(env_by_fw, say, **sizes)
     files.atomic_write_json(Path(out) / MACHINE, m)
     fmt = lambda v, u: "n/a" if v is None else f"{v:,.1f} {u}"  # noqa: E731
     caps = ", ".join(f"{k}={v}" for k, v in m["isa_caps"].items())
     say(f"frameval: this machine's peak: {fmt(m['peak_gflops_1'], 'GFLOP/s')} on 1 thread, "
         f"{fmt(m['peak_gflops_all'], 'GFLOP/s')} on {m['threads_all']} ({m['peak_library_all']}), "
-        f"copy {fmt(m['bandwidth_gbs'], 'GB/s')} ({m['seconds']:.1f} s; load {m['load_before']})"
+        f"copy {fmt(m['bandwidth_gbs'], 'GB/s')} (the probe took {m['seconds']:.1f} s; load {m['load_before']})"
+        + (f"; NOT IDLE, no share or diagnosis will be built on: {m['busy']}" if m["busy"] else "")
         + (f"; measured without the caps set here ({caps}), which the runs keep" if caps else ""))
     return m
 

@@ -4,30 +4,75 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
 from conftest import REPO
-from frameval import cpu, probe
+from frameval import cpu, idle, probe
 
 pytestmark = pytest.mark.fast
 
 
 def test_probe_measures_positive_figures_and_records_its_method(tmp_path):
     lines = []
-    m = probe.record(tmp_path, lines.append)
+    m = probe.record(tmp_path, lines.append, wait_s=1)
     assert m["peak_gflops_1"] > 0 and m["peak_gflops_all"] > 0 and m["bandwidth_gbs"] > 0
     assert m["threads_all"] >= 1 and m["seconds"] > 0  # its duration is this machine's, not bounded here
     assert "numpy.matmul" in m["method"]["matmul"] and "float32" in m["method"]["matmul"]
     assert "copy" in m["method"]["copy"]
     on_disk = json.loads((tmp_path / probe.MACHINE).read_text())
     assert on_disk["peak_gflops_1"] == m["peak_gflops_1"] and probe.read(tmp_path) == on_disk
-    assert "GFLOP/s" in lines[0]
+    assert "GFLOP/s" in lines[-1]
 
 
-def test_a_small_product_counts_its_flops():
+def test_a_small_product_counts_its_flops_with_its_load_and_spread():
     # 2 n^3 FLOPs in a measured time: a tiny product is far from peak but positive and finite
-    assert 0 < probe.matmul_gflops(n=64, repeats=1) < 1e5
+    got = probe.matmul(n=64)
+    assert 0 < got["gflops"] < 1e5 and idle.MIN_REPEATS <= got["repeats"] <= idle.MAX_REPEATS
+    assert got["spread"] >= 0 and "load" in got and "other_share" in got and "busy" in got
+
+
+def test_repeats_that_agree_stop_early_and_ones_that_do_not_run_to_the_limit():
+    steady = idle.best_time(lambda: time.sleep(0.02))  # a sleep repeats within 3%
+    assert steady["repeats"] == idle.MIN_REPEATS and steady["spread"] < idle.AGREE
+    calls = []
+    growing = idle.best_time(lambda: (calls.append(1), time.sleep(0.004 * len(calls))))  # each 1 step longer
+    assert growing["repeats"] == idle.MAX_REPEATS and growing["spread"] > idle.NOISY_SPREAD
+    assert "repeat spread" in idle.busy_reason(growing)
+
+
+def _stops_at_first_agreement(f):
+    """The loop's rule, checked on the repeats a figure recorded: it ran on
+    exactly until its best two first agreed (or to the limit)."""
+    t = f["times"]
+    first = next((i + 1 for i in range(idle.MIN_REPEATS - 1, len(t)) if idle._agree(t[:i + 1])), idle.MAX_REPEATS)
+    return f["repeats"] == len(t) == first
+
+
+def test_a_real_probe_records_its_load_spread_and_time_and_stops_early(tmp_path):
+    lines = []
+    m = probe.record(tmp_path, lines.append, n=256, copy_mb=8, wait_s=2)
+    figs = m["numpy_figures"]
+    assert set(figs) == {"1", str(m["threads_all"])}
+    for f in figs.values():
+        assert f["gflops"] > 0 and f["spread"] >= 0 and f["load"] and _stops_at_first_agreement(f), f
+        assert (f["busy"] is None) == (idle.busy_reason(f) is None)
+    assert m["load_before"] and m["load_measured"] and m["waited_s"] >= 0 and "busy" in m
+    assert m["seconds"] > 0 and f"the probe took {m['seconds']:.1f} s" in lines[-1]
+
+
+def test_a_busy_machine_is_noticed(tmp_path):
+    """Busy loops on every core: the probe's figure says it was not measured idle."""
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 1)]
+    try:
+        time.sleep(0.5)
+        got = probe._child(1, "matmul", 512)
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+    assert got["other_share"] > idle.BUSY_OTHER_SHARE and got["busy"] and "other processes" in got["busy"], got
 
 
 def test_no_machine_file_reads_as_none(tmp_path):
@@ -46,7 +91,7 @@ def test_a_planted_cap_is_removed_for_the_probe_and_recorded(tmp_path, monkeypat
                           env=dict(os.environ, PYTHONPATH=str(REPO))).stdout
     assert "Katmai" in kept or "Prescott" in kept, kept  # the cap bites where it is kept: the test can fail
     lines = []
-    m = probe.record(tmp_path, lines.append)
+    m = probe.record(tmp_path, lines.append, wait_s=1)
     assert m["isa_caps"]["OPENBLAS_CORETYPE"] == "Prescott" and m["isa_caps"] == cpu.caps()
     assert "openblas" in m["method"]["blas"].lower()
     assert "Katmai" not in m["method"]["blas"] and "Prescott" not in m["method"]["blas"]
@@ -60,3 +105,18 @@ def test_caps_are_found_described_and_removed():
                              "SOME_LIB_MAX_CPU_ISA": "x", "XLA_FLAGS": "--xla_cpu_max_isa=AVX2"}
     assert cpu.uncapped(env) == {"XLA_FLAGS": "--xla_dump_to=/tmp/d", "PATH": "/bin"}
     assert cpu.describe("OPENBLAS_CORETYPE").startswith("OpenBLAS")
+
+
+def test_a_cap_is_listed_only_where_its_library_can_run(tmp_path, monkeypatch):
+    """NVPL is NVIDIA's Arm BLAS: on x86_64 nothing loads it, so its cap is recorded as inert, never listed."""
+    env = {"NVPL_BLAS_DEBUG_CPU_TYPE": "1", "OPENBLAS_CORETYPE": "Haswell", "MKL_DEBUG_CPU_TYPE": "5"}
+    assert cpu.caps(env, machine="x86_64") == {"MKL_DEBUG_CPU_TYPE": "5", "OPENBLAS_CORETYPE": "Haswell"}
+    assert cpu.inert_caps(env, machine="x86_64") == {"NVPL_BLAS_DEBUG_CPU_TYPE": "1"}
+    assert cpu.caps(env, machine="aarch64") == {"NVPL_BLAS_DEBUG_CPU_TYPE": "1", "OPENBLAS_CORETYPE": "Haswell"}
+    assert cpu.caps(env, machine="AMD64") == cpu.caps(env, machine="x86_64")
+    monkeypatch.setenv("NVPL_BLAS_DEBUG_CPU_TYPE", "1")
+    here = cpu.arch()
+    assert ("NVPL_BLAS_DEBUG_CPU_TYPE" in cpu.caps()) == (here == "aarch64")
+    if here == "x86_64":
+        m = probe.record(tmp_path, lambda _: None, n=64, copy_mb=1, wait_s=0)
+        assert "NVPL_BLAS_DEBUG_CPU_TYPE" not in m["isa_caps"] and m["isa_caps_inert"]["NVPL_BLAS_DEBUG_CPU_TYPE"] == "1"

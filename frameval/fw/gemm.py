@@ -7,29 +7,24 @@ frameval/cpu.py (set by the caller, before this process starts), the
 framework's own thread setter, MindSpore's ONEDNN_MAX_CPU_ISA=AVX2 (the
 notebooks' workaround, unless a value of the user's is there), and a device
 synchronisation before each clock read where the framework runs asynchronously.
-The figure is the best of REPEATS products after a warm-up (2 n^3 FLOPs each).
+The figure is the best of the products after a warm-up (2 n^3 FLOPs each),
+repeated until the best two agree (frameval/idle.py: 3 to 10), with the load
+and the other processes' share of the CPU while it ran; a figure measured
+busy says so ("busy") and is not cached, so the next report measures again.
 """
 from __future__ import annotations
 
 import json
 import os
 import sys
-import time
+
+from frameval import idle
 
 N = 2048
-REPEATS = 5
 
 
-def _best(run, sync, repeats: int = REPEATS) -> float:
-    run()
-    sync()
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        run()
-        sync()
-        best = min(best, time.perf_counter() - t0)
-    return best
+def _best(run, sync) -> dict:
+    return idle.best_time(run, sync)
 
 
 def _inputs(n):
@@ -118,9 +113,12 @@ GEMMS = {"torch": _torch, "tensorflow": _tensorflow, "jax": _jax, "paddle": _pad
 
 def measure(framework: str, threads: int, n: int = N) -> dict:
     from frameval import cpu
-    version, op, secs = GEMMS[framework](n, threads)
+    version, op, t = GEMMS[framework](n, threads)
+    busy = idle.busy_reason(t)
     return {"framework": framework, "version": version, "op": op, "threads": threads, "n": n,
-            "gflops": 2 * n ** 3 / secs / 1e9, "best_s": secs, "repeats": REPEATS, "isa_caps": cpu.caps()}
+            "gflops": 2 * n ** 3 / t["best_s"] / 1e9, "best_s": t["best_s"], "repeats": t["repeats"],
+            "spread": t["spread"], "load": t["load"], "other_share": t["other_share"], "busy": busy,
+            "cache": busy is None, "isa_caps": cpu.caps()}
 
 
 if __name__ == "__main__":

@@ -10,6 +10,11 @@ measured and the instruction-set caps that were set; the summary names the
 run closest to the limit, says per slower framework whether its gap to the
 fastest lies in its kernels or around them, and raises an alert for any share
 above 100% (the probe under-measured), which is never printed silently.
+
+A figure the probe could not measure idle (machine.json's "busy", each
+framework entry's "busy") is a lower bound: no share, alert or gap diagnosis
+is built on it; the cell reads "not available (probe measured at ...)" and
+the environment section says once which figures were busy (#49).
 """
 from __future__ import annotations
 
@@ -33,10 +38,16 @@ def _all_threads(threads) -> bool:
     return threads != 1
 
 
+def busy(m) -> str | None:
+    """Why the machine's peak is not an idle figure (any of its candidates
+    measured busy could have been the best), or None."""
+    return (m or {}).get("busy") or None
+
+
 def peak_for(m, threads):
     """The machine's peak a run is set against: 1 thread's for a run asked for 1,
-    else the machine's best."""
-    if not m:
+    else the machine's best; None where the probe was not idle."""
+    if not m or busy(m):
         return None
     one, every = fmt.num(m.get("peak_gflops_1")), fmt.num(m.get("peak_gflops_all"))
     if not _all_threads(threads):
@@ -59,8 +70,21 @@ def ceiling_entry(m, fw: str, version) -> dict | None:
 
 
 def ceiling_for(m, fw: str, version, threads):
+    """The framework's GEMM ceiling for a run: its 1-thread figure for a run on
+    1 thread, else its best over thread counts; None where not measured or
+    measured busy (never a ceiling: `ceiling_busy` says why)."""
     e = ceiling_entry(m, fw, version)
-    return fmt.num(e.get("gflops_1" if not _all_threads(threads) else "gflops_all")) if e else None
+    if not e or e.get("busy"):
+        return None
+    if not _all_threads(threads):
+        return fmt.num(e.get("gflops_1"))
+    got = [v for v in (fmt.num(e.get(k)) for k in ("gflops_best", "gflops_1", "gflops_all")) if v]
+    return max(got) if got else None
+
+
+def ceiling_busy(m, fw: str, version) -> str | None:
+    e = ceiling_entry(m, fw, version)
+    return (e or {}).get("busy") or None
 
 
 @dataclass(frozen=True)
@@ -73,6 +97,8 @@ class Peak:
     peak_share: float | None = None
     ceiling: float | None = None
     ceiling_share: float | None = None
+    peak_busy: str | None = None     # why the peak is not available: the probe was not idle
+    ceiling_busy: str | None = None  # why the framework's ceiling is not available
 
     @property
     def over_limit(self) -> bool:
@@ -94,7 +120,8 @@ def peak_of(w, by_source) -> Peak:
     gflops = sps * f / 1e9 if sps and f else None
     peak, ceiling = peak_for(m, threads), ceiling_for(m, w.fw, r.framework_version, threads)
     return Peak(f, gflops, peak, gflops / peak if gflops and peak else None,
-                ceiling, gflops / ceiling if gflops and ceiling else None)
+                ceiling, gflops / ceiling if gflops and ceiling else None,
+                busy(m), ceiling_busy(m, w.fw, r.framework_version) if m else None)
 
 
 def gflops_cell(p: Peak, S):
@@ -102,9 +129,10 @@ def gflops_cell(p: Peak, S):
         return cell(fmt.NA, None, "na")
     shares = [f"{fmt.sig(v * 100, 2)}%" if v is not None else fmt.NA for v in (p.peak_share, p.ceiling_share)]
     text = fmt.sig(p.gflops) + f" ({shares[0]} · {shares[1]})"
+    limit = lambda v, why: f"{fmt.sig(v)} GFLOP/s" if v else S("na_busy", why=why) if why else fmt.NA  # noqa: E731
     return cell(text, p.gflops, "flag" if p.over_limit else "",  # flagged: the summary's alert says why
-                S("tip_gflops", flops=fmt.integer(p.flops), peak=fmt.sig(p.peak) if p.peak else fmt.NA,
-                  ceiling=fmt.sig(p.ceiling) if p.ceiling else fmt.NA))
+                S("tip_gflops", flops=fmt.integer(p.flops), peak=limit(p.peak, p.peak_busy),
+                  ceiling=limit(p.ceiling, p.ceiling_busy)))
 
 
 # ------------------------------------------------------------------ the environment section
@@ -120,10 +148,14 @@ def peak_text(by_source, S) -> list:
                      lib=m.get("peak_library_all") or f"numpy ({meth.get('blas', '?')})",
                      load=", ".join(str(x) for x in m.get("load_before") or []) or fmt.NA,
                      method=meth.get("matmul", "?"), copy=meth.get("copy", "?"), when=m.get("measured", "?")))
+        if busy(m):
+            out.append(S("peak_busy", items=m["busy"], load=", ".join(str(x) for x in m.get("load_before") or [])
+                         or fmt.NA, threads=m.get("threads_all", "?")))
         if "isa_caps" not in m:
             out.append(S("peak_caps_unknown"))
-        elif m["isa_caps"]:
-            out.append(S("peak_caps", caps="; ".join(f"{k}={v} ({cpu.describe(k)})" for k, v in m["isa_caps"].items())))
+        elif _acting(m, m["isa_caps"]):
+            out.append(S("peak_caps", caps="; ".join(f"{k}={v} ({cpu.describe(k)})"
+                                                     for k, v in _acting(m, m["isa_caps"]).items())))
     return out or [S("peak_none")]
 
 
@@ -139,18 +171,28 @@ def gemm_table(by_source, S) -> dict | None:
         rows = [("numpy", m.get("method", {}).get("numpy"), f"numpy.matmul ({m.get('method', {}).get('blas', '?')})",
                  m.get("numpy_gflops_1"), m.get("numpy_gflops_all"), {}, S("gemm_uncapped"))]
         rows += [(framework_name(e.get("framework", k)), e.get("version"), e.get("op") or fmt.NA, e.get("gflops_1"),
-                  e.get("gflops_all"), e.get("isa_caps") or {}, e.get("error") or "")
+                  e.get("gflops_all"), e.get("isa_caps") or {},
+                  e.get("error") or (S("gemm_busy", why=e["busy"]) if e.get("busy") else ""))
                  for k, e in m["frameworks"].items()]
         for name, version, op, one, every, caps, note in rows:
             body.append([cell(name, name), cell(version or fmt.NA), cell(op),
-                         _gemm_cell(one, m.get("peak_gflops_1")), _gemm_cell(every, m.get("peak_gflops_all")),
-                         cell(", ".join(f"{k}={v}" for k, v in caps.items()) or S("gemm_no_caps")), cell(note)])
+                         _gemm_cell(one, None if busy(m) else m.get("peak_gflops_1")),
+                         _gemm_cell(every, None if busy(m) else m.get("peak_gflops_all")),
+                         cell(", ".join(f"{k}={v}" for k, v in _acting(m, caps).items()) or S("gemm_no_caps")),
+                         cell(note)])
     if not body:
         return None
     return {"id": "table-gemm", "sortable": True, "rows": body, "row_ids": [r[0]["t"] for r in body],
             "headers": [header(S("col_framework")), header(S("col_version")), header(S("col_gemm_op")),
                         header(S("col_gemm_1"), True, S("tip_gemm")), header(S("col_gemm_all", n=n), True, S("tip_gemm")),
                         header(S("col_gemm_caps"), False, S("tip_gemm_caps")), header(S("col_notes"))]}
+
+
+def _acting(m, caps: dict) -> dict:
+    """The caps that act on the record's machine (an older machine.json may list
+    NVPL's on x86, where nothing loads NVPL)."""
+    machine = ((m or {}).get("cpu") or {}).get("machine")
+    return {k: v for k, v in (caps or {}).items() if cpu.acts_here(k, machine)}
 
 
 def _gemm_cell(v, peak):
