@@ -25,7 +25,8 @@ def speed_findings(wl, wrows, S, an=None) -> list:
     out, an = [], an or analyse(wrows)
     ranked = at_faster_mode(wrows)
     for group, best, grows in ranking_groups(wrows):
-        others = sorted([w for w in grows if w is not best and w in ranked and speed_ratio(w, best) is not None],
+        others = sorted([w for w in grows if w is not best and w in ranked and w.counted
+                         and speed_ratio(w, best) is not None],
                         key=lambda w: -w.samples_per_s)
         name = wl_name(S, wl) + group_suffix(S, group, wrows)
         kw = dict(workload=name, run=best.label, sps=fmt.rate(best.samples_per_s), steady=fmt.seconds(best.steady))
@@ -121,7 +122,7 @@ def quality_finding(wl, wrows, S, an=None):
     much. With one seed, a range, never a ranking: every framework started
     from the same weights and saw the same batches, so it is numerical noise.
     A workload whose figure has no direction lists its runs' values through its record."""
-    ok = [w for w in wrows if w.ok]
+    ok = [w for w in wrows if w.counted]  # ranked as speed is: never a check-failed run
     name, workload = wl_name(S, wl), WORKLOAD_BY_KEY.get(wl)
     if workload is None:
         return None
@@ -150,6 +151,29 @@ def quality_finding(wl, wrows, S, an=None):
                  lo=show(worst[1]), hi=show(best[1]), n=len(vals), **kw)
     return (workload.quality_finding(S, fmt, name, best, worst, show) + " "
             + S("finding_quality_beyond_spread", **kw))
+
+
+def quality_called(wl, wrows, an=None) -> bool:
+    """Whether the summary calls a best final quality for this workload from
+    one seed each (quality_finding's "the best ... is"): a direction, two runs
+    or more that differ at the precision shown, and a gap beyond the seed noise
+    measured for the data set. Only then is a quality cell bold; over seeds the
+    table shows means with intervals and no bold."""
+    workload = WORKLOAD_BY_KEY.get(wl)
+    ok = [w for w in wrows if w.counted]
+    if workload is None or workload.quality.higher_is_better is None:
+        return False
+    an = an or analyse(wrows)
+    if any(an.quality(w).n >= stats.MIN_SEEDS for w in ok):
+        return False
+    vals = [x for x in ((w, fmt.num(w.result.quality())) for w in ok) if x[1] is not None]
+    if len(vals) < 2:
+        return False
+    show = QUALITY_FORMAT[workload.quality.key]
+    best, worst = _extremes(vals, workload.quality.higher_is_better)
+    spread = _seed_spread(workload, ok)
+    return (show(best[1]) != show(worst[1]) and spread is not None
+            and abs(best[1] - worst[1]) > stats.seed_noise(spread.sd))
 
 
 def _seed_spread(workload, rows):
