@@ -170,6 +170,11 @@ def _setting_row(key, rows, spec, S, flags, groups=None):
     distinct = {fmt.value(v) for v in recorded}
     differ = _differ_within(vals, groups, lambda v: _same_key(key, v))
     odd = odd_ones(vals, groups, lambda v: _same_key(key, v), spec.get(key))
+    if all(src == "declared" for v, src in zip(vals, sources) if v is not None):
+        sources = [None] * len(rows)  # every run only declared it: said once, in the verdict
+        every_declared = bool(recorded)
+    else:
+        every_declared = False
     name = S("set_" + key) if ("set_" + key) in S.raw else key
     line = [cell(name, key), cell(fmt.value(spec[key]) if key in spec else "—", spec.get(key))]
     for i, (v, src, nr) in enumerate(zip(vals, sources, unreadable)):
@@ -184,9 +189,10 @@ def _setting_row(key, rows, spec, S, flags, groups=None):
         verdict = cell("? " + S("verdict_not_recorded", runs=S.join(missing)), "missing", "warn")
     elif not recorded:
         verdict = cell(S("verdict_none_recorded"), "none", "na")
-    elif declared:  # every run's alike once: "all seven" is said in two words, never listed
-        verdict = (cell("= " + S("verdict_declared_all"), "declared", "warn") if len(declared) == len(rows)
-                   else cell("= " + S("verdict_declared", runs=S.join(declared)), "declared", "warn"))
+    elif every_declared:  # "all seven" is said in a few words, never listed
+        verdict = cell("= " + S("verdict_declared_all"), "declared", "warn")
+    elif declared:
+        verdict = cell("= " + S("verdict_declared", runs=S.join(declared)), "declared", "warn")
     elif key in spec and _same_key(key, recorded[0]) != _same_key(key, spec[key]):
         # the same in every run but not the full-run spec's (a short profile): said once, here
         verdict = cell("✓ " + S("verdict_same_off_spec", spec=fmt.value(spec[key])), "same", "warn",

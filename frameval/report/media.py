@@ -10,6 +10,7 @@ from ..catalog import WORKLOAD_BY_KEY
 from ..result import as_list
 from . import charts as ch
 from . import fmt
+from .called import quality_called
 from .model import fastest_by_group, rank_group, speed_ratio
 
 
@@ -148,7 +149,6 @@ def _memory_panels(rows, wls, S, an):
 def _quality_panels(rows, wls, S, an):
     """Per workload, each run's quality figure (the catalog's), the best marked
     where the summary calls a best."""
-    from .findings import quality_called  # findings reads this module's names
     panels = []
     for wl in wls:
         workload = WORKLOAD_BY_KEY.get(wl)

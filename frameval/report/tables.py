@@ -14,6 +14,7 @@ from .cells import cell, drop_na_columns, header
 from .check import check_summary
 from .defects import mark_substitute
 from .labels import SCOPE_PARTS
+from .called import QUALITY_DIFF, QUALITY_FORMAT, quality_called  # noqa: F401 (read from here too)
 from .model import at_faster_mode, best_of, fastest_by_group, speed_ratio
 from .analysis import analyse
 from .peak import gflops_cell
@@ -31,10 +32,6 @@ def _sig4(v):
     return fmt.sig(v, 4)
 
 
-# How the tables and the findings write a workload's quality figure (catalog.Quality.key).
-QUALITY_FORMAT = {"test_acc": fmt.percent, "val_r2": lambda v: fmt.fixed(v, 4), "fid": lambda v: fmt.fixed(v, 1)}
-# How a difference of two quality figures is written (over seeds: report/findings.py).
-QUALITY_DIFF = {"test_acc": lambda d: f"{d * 100:.2f} pt", "val_r2": lambda d: fmt.fixed(d, 4), "fid": lambda d: fmt.fixed(d, 1)}
 # How a workload record's further figures are written (workloads.base.Figure.format).
 FORMATS = {"sig4": _sig4, "sig3": lambda v: fmt.sig(v, 3), "millis": fmt.millis, "kib": fmt.kib,
            "percent": fmt.percent, "sig": fmt.sig}
@@ -83,7 +80,6 @@ def workload_table(workload, rows, S, multi_host, code_lines, problems=None, an=
     opt = _columns(rows, multi_host)
     qcols = quality_columns(workload, S)
     heads = _heads(S, opt, qcols)
-    from .findings import quality_called  # findings reads this module's formats
     an = an or analyse(rows)
     # Bold only where the summary calls a ranking: the quality figure where it
     # names a best (never beside "a range, not a ranking"), no other column.
