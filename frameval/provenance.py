@@ -55,12 +55,19 @@ def command_line(argv) -> dict:
 
 
 def framework_version(fw: str, freeze: str) -> str:
-    """The framework's version as its environment's freeze lists it ("" if it does not)."""
-    names = {n.lower().replace("_", "-") for n in (BY_KEY[fw].packages if fw in BY_KEY else (fw,))}
+    """The framework's own version as its environment's freeze lists it ("" if
+    it does not): its packages in the catalog's order, the framework's own
+    first, so JAX's is jax's and never flax's, TensorFlow's tensorflow's and
+    never keras's, whatever order the freeze lists them in."""
+    norm = lambda n: n.strip().lower().replace("_", "-")  # noqa: E731
+    found = {}
     for line in freeze.splitlines():
         name, sep, version = line.partition("==")
-        if sep and name.strip().lower().replace("_", "-") in names:
-            return version.strip()
+        if sep:
+            found.setdefault(norm(name), version.strip())
+    for name in (BY_KEY[fw].packages if fw in BY_KEY else (fw,)):
+        if norm(name) in found:
+            return found[norm(name)]
     return ""
 
 

@@ -27,6 +27,14 @@ from .schema import SCHEMA_VERSION  # noqa: E402,F401 - the readers' name for it
 
 # The statuses of a run that finished and measured; "check_failed": its numerical check failed.
 COMPLETED = ("ok", "check_failed")
+
+
+def counts(r) -> bool:
+    """Whether a run's figures count: into its row's medians over repeats and
+    seeds, into a ranking and into either side of `compare`. One rule for speed
+    and quality alike: a run whose numerical check failed computed another
+    function, so it is shown (flagged) but counted in neither (issue #49)."""
+    return getattr(r, "status", None) == "ok"
 # A number as recorded: int or float, the text of a non-finite one, or None.
 Recorded = Union[int, float, str, None]
 

@@ -11,6 +11,10 @@
   compiles and warms up).
 - **A run's rate** is the median samples/s of its steady windows; **a side's
   rate** (a run and its repeats) the median over its runs of each run's rate.
+- **Seconds per steady epoch** are derived from that rate, never timed apart:
+  a steady epoch's training samples over the rate (`epoch_seconds`), so the
+  two figures always agree and rank alike; the wall time of a whole epoch
+  (batch building and loss read-back included) is not a speed figure.
 - **Its interval** is a bootstrap of that same statistic (runs resampled, then
   each run's windows), on the log scale, the 95% percentile interval. Between
   separate processes a run's rate varies more than its windows do inside one
@@ -83,6 +87,28 @@ def side_rate(runs):
     """A side's samples/s: the median over its runs (each a list of window rates) of each run's median."""
     meds = [statistics.median(r) for r in runs if r]
     return statistics.median(meds) if meds else None
+
+
+def epoch_samples(epochs, windows=None, n_train=None):
+    """Training samples in one steady epoch: the median of the steady epochs'
+    recorded samples, else one steady epoch's windows summed, else n_train."""
+    per = [_num(e.get("samples")) for e in epochs or [] if isinstance(e, dict)
+           and isinstance(e.get("epoch"), (int, float)) and e["epoch"] > 1]
+    per = [n for n in per if n]
+    if per:
+        return statistics.median(per)
+    by_epoch: dict = {}
+    for w in steady(windows):
+        by_epoch[w["epoch"]] = by_epoch.get(w["epoch"], 0) + _num(w["samples"])
+    if by_epoch:
+        return statistics.median(by_epoch.values())
+    return _num(n_train) or None
+
+
+def epoch_seconds(samples, rate):
+    """Seconds per steady epoch of `samples` training samples at `rate` samples/s, or None."""
+    samples, rate = _num(samples), _num(rate)
+    return samples / rate if samples and rate and rate > 0 else None
 
 
 def _num(v):

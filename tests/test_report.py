@@ -179,15 +179,23 @@ def test_figures_equal_the_results(built):
                 c = row[col(tab, header)]
                 return None if c["v"] is None else float(c["v"])
 
-            steady = statistics.median(r["repeats"]) if r.get("repeats") else r["steady_epoch_s"]
+            # one estimator (issue #49): a steady epoch's samples over the row's samples/s, the median
+            # over its runs' rates (tests/test_report_figures.py recomputes every one at the printed precision)
+            runs = [r] + [json.loads(f.read_text()) for src in SOURCES
+                          for f in sorted(src.glob(f"runs/{fw}/{wl}-{mode}/r*/result.json"))
+                          if dev == "cpu" and src.name == "cpu"]
+            rates = [x["samples_per_s"] for x in runs if x["status"] == "ok" and x.get("samples_per_s")] \
+                or ([r["samples_per_s"]] if r.get("samples_per_s") else [])
+            n = statistics.median(e["samples"] for e in r["epochs"][1:]) if len(r.get("epochs") or []) > 1 else None
+            steady = n / statistics.median(rates) if rates and n else None
             assert v(S("col_first_epoch")) == r["first_epoch_s"]
-            assert v(S("col_steady")) == steady
+            assert v(S("col_steady")) == pytest.approx(steady)
             assert v(S("col_peak_rss")) == r["peak_rss_mb"]
             assert v(S("col_rss_import")) == r["rss_after_import_mb"]
             assert v(S("col_params")) == sum(r["param_counts"].values())
-            if r["status"] in ("ok", "check_failed") and not r.get("repeats"):
-                assert v(S("col_samples_per_s")) == pytest.approx(r["samples_per_s"])
-            if r.get("steady_epoch_s") is not None:
+            if r["status"] in ("ok", "check_failed"):
+                assert v(S("col_samples_per_s")) == pytest.approx(statistics.median(rates))
+            if steady is not None:
                 assert fmt.seconds(steady) in row[col(tab, S("col_steady"))]["text"]
             if wl == "lenet":
                 assert v(S("col_test_acc")) == r["test_acc"]
@@ -222,10 +230,9 @@ def test_not_measured_is_na_never_zero(built):
     S = Strings("en")
     t = tables(built["en"]["html"])
     tab = t["table-lstm"]
+    assert S("col_peak_device") not in tab["headers"]  # n/a in every row (CPU runs): left out
     for row in tab["rows"]:
         name = row[0]["text"]
-        dev_cell = row[col(tab, S("col_peak_device"))]
-        assert dev_cell["text"] == "n/a" and dev_cell["v"] is None  # CPU runs
         if name == "MXNet":  # peak RSS was not recorded
             assert row[col(tab, S("col_peak_rss"))]["text"] == "n/a"
         if name == "TensorFlow":  # the failed run
@@ -248,7 +255,8 @@ def test_parameter_mismatch_is_flagged(built):
     assert torch["cls"] == "ok"
     # a setting that differs between frameworks is flagged too
     slope = [r for r in audit["rows"] if r[0]["text"] == S("set_leaky_relu")][0]
-    assert slope[-1]["cls"] == "flag" and {c["cls"] for c in slope[2:-1]} == {"flag"}
+    # only the value that differs from the spec's 0.2 is marked (issue #49: every flag informative)
+    assert slope[-1]["cls"] == "flag" and [c["cls"] for c in slope[2:-1]] == ["", "flag"]
     # the workload table marks the count; the summary states it
     dc = t["table-dcgan"]
     cell = [r for r in dc["rows"] if r[0]["text"] == "TensorFlow"][0][col(dc, S("col_params"))]

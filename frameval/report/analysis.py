@@ -26,7 +26,7 @@ from typing import Mapping
 from .. import speed, stats
 from .. import target as tt
 from ..catalog import WORKLOAD_BY_KEY
-from ..result import COMPLETED, as_dict, number
+from ..result import as_dict, counts, number
 from .model import fastest_by_group, run_windows, speed_ratio
 from .peak import NO_PEAK, Peak, peak_of
 
@@ -34,7 +34,7 @@ from .peak import NO_PEAK, Peak, peak_of
 @dataclass(frozen=True)
 class SeedQuality:
     """A row's quality figure over its seeds: `per_seed` ((seed, value), ...),
-    each the mean of that seed's ok repeats; the mean over seeds and its 95%
+    each the mean of that seed's counted repeats (result.counts); the mean over seeds and its 95%
     interval (None below stats.MIN_SEEDS seeds); `n` seeds with a value."""
     per_seed: tuple = ()
     mean: float | None = None
@@ -53,7 +53,7 @@ NO_QUALITY = SeedQuality()
 def quality_of(w) -> SeedQuality:
     per_seed = []
     for seed, results in w.seeds:
-        vals = [v for v in (number(r.quality()) for r in results if r.status in COMPLETED) if v is not None]
+        vals = [v for v in (number(r.quality()) for r in results if counts(r)) if v is not None]
         if vals:
             per_seed.append((seed, sum(vals) / len(vals)))
     m = stats.seed_mean([v for _, v in per_seed])
@@ -97,7 +97,8 @@ NO_TARGET = TargetTime()
 
 
 def _first_completed(results):
-    return next((r for r in results if r.status in COMPLETED), None)
+    """A seed's first counted run (result.counts: never a check-failed one)."""
+    return next((r for r in results if counts(r)), None)
 
 
 def _run_target(seed, r, target) -> RunTarget | None:

@@ -83,6 +83,28 @@ def _differ_within(values, groups, same=lambda v: v) -> bool:
     return any(len({same(values[i]) for i in g if values[i] is not None}) > 1 for g in groups)
 
 
+def odd_ones(values, groups, same=lambda v: v, reference=None) -> set:
+    """The indices of the recorded values that differ from their group's
+    reference: `reference` (the spec's value) where a run of the group has it,
+    else the value most runs share; where no value is shared by more runs than
+    another, every recorded value is odd. Only these cells are flagged: a
+    value that matches is never marked for another run's difference."""
+    odd = set()
+    for g in groups:
+        keys = {i: same(values[i]) for i in g if values[i] is not None}
+        if len(set(keys.values())) < 2:
+            continue
+        tally: dict = {}
+        for k in keys.values():
+            tally[k] = tally.get(k, 0) + 1
+        ref = same(reference) if reference is not None and same(reference) in tally else None
+        if ref is None:
+            top = sorted(tally.values(), reverse=True)
+            ref = max(tally, key=tally.get) if len(top) < 2 or top[0] > top[1] else None
+        odd |= {i for i, k in keys.items() if k != ref}
+    return odd
+
+
 def _verdict(ok: bool, bad_text: str):
     return cell("✓", "ok", "ok") if ok else cell("✗ " + bad_text, "differs", "flag")
 
@@ -121,14 +143,12 @@ def _same_key(key, v) -> str:
     return labels.optimizer_algorithm(v) if key == "optimizer" else fmt.value(v)
 
 
-def _setting_cell(key, v, src, differ, spec, S):
+def _setting_cell(key, v, src, odd, S):
     t = fmt.value(v)
     if key == "data_sha256" and isinstance(v, str):
         t = v[:12] + "…"
-    cls = "flag" if differ and v is not None else ("na" if v is None else "")
+    cls = "flag" if odd and v is not None else ("na" if v is None else "")
     title = str(v) if key == "data_sha256" else ""
-    if not differ and v is not None and key in spec and _same_key(key, v) != _same_key(key, spec[key]):
-        cls, title = "warn", S("tip_differs_from_spec")
     if src == "declared" and v is not None:
         t += " " + S("declared_mark")
         cls, title = cls or "decl", "; ".join(x for x in (title, S("tip_declared")) if x)
@@ -149,11 +169,17 @@ def _setting_row(key, rows, spec, S, flags, groups=None):
     recorded = [v for v in vals if v is not None]
     distinct = {fmt.value(v) for v in recorded}
     differ = _differ_within(vals, groups, lambda v: _same_key(key, v))
+    odd = odd_ones(vals, groups, lambda v: _same_key(key, v), spec.get(key))
+    if all(src == "declared" for v, src in zip(vals, sources) if v is not None):
+        sources = [None] * len(rows)  # every run only declared it: said once, in the verdict
+        every_declared = bool(recorded)
+    else:
+        every_declared = False
     name = S("set_" + key) if ("set_" + key) in S.raw else key
     line = [cell(name, key), cell(fmt.value(spec[key]) if key in spec else "—", spec.get(key))]
-    for v, src, nr in zip(vals, sources, unreadable):
+    for i, (v, src, nr) in enumerate(zip(vals, sources, unreadable)):
         line.append(cell(S("not_readable"), None, "na", S("tip_setting_not_readable")) if nr
-                    else _setting_cell(key, v, src, differ, spec, S))
+                    else _setting_cell(key, v, src, i in odd, S))
     missing = [w.label for w, v, nr in zip(rows, vals, unreadable) if v is None and not nr]
     declared = [w.label for w, v, src in zip(rows, vals, sources) if src == "declared" and v is not None]
     if differ:
@@ -163,8 +189,14 @@ def _setting_row(key, rows, spec, S, flags, groups=None):
         verdict = cell("? " + S("verdict_not_recorded", runs=S.join(missing)), "missing", "warn")
     elif not recorded:
         verdict = cell(S("verdict_none_recorded"), "none", "na")
+    elif every_declared:  # "all seven" is said in a few words, never listed
+        verdict = cell("= " + S("verdict_declared_all"), "declared", "warn")
     elif declared:
         verdict = cell("= " + S("verdict_declared", runs=S.join(declared)), "declared", "warn")
+    elif key in spec and _same_key(key, recorded[0]) != _same_key(key, spec[key]):
+        # the same in every run but not the full-run spec's (a short profile): said once, here
+        verdict = cell("✓ " + S("verdict_same_off_spec", spec=fmt.value(spec[key])), "same", "warn",
+                       S("tip_differs_from_spec"))
     elif len(distinct) > 1:  # one algorithm under several API names
         verdict = cell("✓", "same", "ok", S("tip_same_algorithm", algorithm=_same_key(key, recorded[0])))
     else:
@@ -214,8 +246,9 @@ def _threads_row(rows, S, flags, groups=None):
     differ = any(_differ_within([c[i] for c in counts], groups) for i in (0, 1))
     readable = [c for c, n in zip(cells, counts) if n != (None, None)]
     if differ:
-        for c in readable:
-            c["cls"] = "flag"
+        odd = set().union(*(odd_ones([c[i] for c in counts], groups) for i in (0, 1)))
+        for i in odd:
+            cells[i]["cls"] = "flag"
         flags.append({"kind": "setting", "key": "threads_effective",
                       "text": S("flag_setting", key=name, values=S.join(sorted({c["t"] for c in readable})))})
     unreadable = [w.label for w, n in zip(rows, counts)
@@ -267,14 +300,17 @@ def _scope_row(rows, S, flags):
     line = [cell(name, "graph_scope"), cell(S("scope_spec"))]
     texts = [scope_text(w, S) for w in rows]
     graph = [(w, t) for w, t in zip(rows, texts) if w.mode == "graph" and w.result.graph_scope]
-    kinds = {tuple(w.result.graph_scope.get(k) is True for k in SCOPE_PARTS) for w, _ in graph}
-    differ = len(kinds) > 1
-    for w, (t, cls, tip) in zip(rows, texts):
-        line.append(cell(t, t, "flag" if differ and w.mode == "graph" and w.result.graph_scope else cls, tip))
+    kind = [tuple(w.result.graph_scope.get(k) is True for k in SCOPE_PARTS)
+            if w.mode == "graph" and w.result.graph_scope else None for w in rows]
+    differ = len({k for k in kind if k is not None}) > 1
+    # only the runs whose scope is not the spec's whole step (else not the most common) are flagged
+    odd = odd_ones(kind, [list(range(len(rows)))], reference=tuple(True for _ in SCOPE_PARTS)) if differ else set()
+    for i, (w, (t, cls, tip)) in enumerate(zip(rows, texts)):
+        line.append(cell(t, t, "flag" if i in odd else cls, tip))
     if differ:
-        # one item per framework and scope: a sweep's values share their framework's scope
+        # one item per framework and scope, only those that differ: a sweep's values share their framework's scope
         items = dict.fromkeys(f"{w.fw_name} {w.mode}" + (f" ({w.device.upper()})" if w.device != "cpu" else "")
-                              + f": {t[0]}" for w, t in graph)
+                              + f": {t[0]}" for i, (w, t) in enumerate(zip(rows, texts)) if i in odd)
         flags.append({"kind": "scope", "text": S("flag_scope", items=S.join(items))})
         line.append(cell("✗ " + S("verdict_differs"), "differs", "flag"))
     elif any(t[1] in ("warn", "flag") for _, t in graph):

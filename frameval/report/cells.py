@@ -18,3 +18,18 @@ def cell(t, v=None, cls="", title="", md=None):
 
 def header(t, num=False, title=""):
     return {"t": t, "num": num, "title": title}
+
+
+def drop_na_columns(table: dict) -> dict:
+    """The table without the columns that are n/a in every row (class "na"): a
+    column that says nothing of any run is noise, and says so 21 times."""
+    rows = table.get("rows") or []
+    if not rows:
+        return table
+    width = len(table["headers"])
+    empty = {i for i in range(width) if all(i < len(r) and r[i].get("cls") == "na" for r in rows)}
+    if not empty:
+        return table
+    keep = [i for i in range(width) if i not in empty]
+    return dict(table, headers=[table["headers"][i] for i in keep],
+                rows=[[r[i] for i in keep if i < len(r)] for r in rows])

@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..catalog import CHECK_SECTIONS_READ
 from ..result import as_dict, as_list
 from . import fmt
-from .cells import cell, header
+from .cells import cell, drop_na_columns, header
 from .spec import MODES, WORKLOADS, framework_name, order_key
 
 
@@ -128,8 +128,8 @@ def check_detail_table(rows, S):
         v = check_cell(chk, S, w.check_failed)
         line.append(cell(v["t"][:1] if v["t"][:1] in ("✓", "✗", "?") else v["t"], v["v"], v["cls"], v["title"]))
         body.append(line)
-    return {"id": "table-check-detail", "headers": heads, "rows": body, "sortable": True,
-            "row_ids": [w.id for w in crows]}
+    return drop_na_columns({"id": "table-check-detail", "headers": heads, "rows": body, "sortable": True,
+                            "row_ids": [w.id for w in crows]})
 
 
 def check_intro(rows, S) -> str:

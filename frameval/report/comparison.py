@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .. import stats
 from ..catalog import WORKLOAD_BY_KEY
-from ..result import COMPLETED, Result
+from ..result import Result, counts
 from . import fmt
 from .cells import cell, header
 
@@ -20,20 +20,21 @@ VERDICT_CLS = {"faster": "ok", "slower": "flag", "same": "", "too_few": "warn", 
 def samples_per_s(r: Result):
     """The run's rate as the ranking reads it: what its recorder wrote
     (speed.run_rate), so this verdict and the ranking's never point opposite ways."""
-    return fmt.num(r.samples_per_s) if r.status == "ok" else None
+    return fmt.num(r.samples_per_s) if counts(r) else None
 
 
 def peak_memory(r: Result):
     """The training peak: device memory on a GPU run where measured, else the process RSS."""
-    if r.status not in COMPLETED:
+    if not counts(r):
         return None
     dev = fmt.num(r.peak_device_mb) if r.device == "gpu" else None
     return dev if dev is not None else fmt.num(r.peak_rss_mb)
 
 
 def quality(r: Result):
-    """The run's final quality figure (the catalog's metric of its workload)."""
-    return fmt.num(r.quality()) if r.status in COMPLETED else None
+    """The run's final quality figure (the catalog's metric of its workload); a
+    check-failed run counts here as in speed: not at all (result.counts)."""
+    return fmt.num(r.quality()) if counts(r) else None
 
 
 # ------------------------------------------------------------------ the table

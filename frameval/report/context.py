@@ -207,7 +207,7 @@ def _short(h) -> str:
 
 def provenance_view(sources, S) -> dict | None:
     """The first source's provenance.json as the "Reproduce" section shows it (None where none has one)."""
-    from ..provenance import read
+    from ..provenance import framework_version, read
     found = next(((Path(src), p) for src in sources if (p := read(src))), None)
     if not found:
         return None
@@ -224,7 +224,10 @@ def provenance_view(sources, S) -> dict | None:
         local = [f"{x.get('package')} {x.get('version')}" for x in lock.get("local") or [] if isinstance(x, dict)]
         if local:
             how += " " + S("prov_local", pkgs=", ".join(local))
-        envs.append({"name": name, "spec": str(e.get("spec") or fmt.NA), "version": str(e.get("framework_version") or fmt.NA),
+        # The version read again from the freeze: a provenance.json written
+        # before the fix holds a companion package's (flax's as JAX's).
+        version = framework_version(name.partition("@")[0], str(e.get("freeze") or "")) or e.get("framework_version")
+        envs.append({"name": name, "spec": str(e.get("spec") or fmt.NA), "version": str(version or fmt.NA),
                      "lock": how, "freeze": _short(e.get("freeze_sha256"))})
     data = [{"name": n, "file": str(as_dict(d).get("file") or fmt.NA), "sha": _short(as_dict(d).get("sha256"))}
             for n, d in sorted(as_dict(p.get("data")).items())]

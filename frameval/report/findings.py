@@ -11,7 +11,7 @@ from .finding import Finding
 from .media import dev_suffix, group_suffix, ranking_groups, wl_name
 from .model import at_faster_mode, speed_ratio
 from .peak import peak_findings
-from .tables import QUALITY_DIFF, QUALITY_FORMAT
+from .called import QUALITY_DIFF, QUALITY_FORMAT, extremes, seed_spread
 from .timetotarget import target_findings
 
 MEMORY_TIE = 0.02  # peak memories closer than this are not ranked
@@ -25,7 +25,8 @@ def speed_findings(wl, wrows, S, an=None) -> list:
     out, an = [], an or analyse(wrows)
     ranked = at_faster_mode(wrows)
     for group, best, grows in ranking_groups(wrows):
-        others = sorted([w for w in grows if w is not best and w in ranked and speed_ratio(w, best) is not None],
+        others = sorted([w for w in grows if w is not best and w in ranked and w.counted
+                         and speed_ratio(w, best) is not None],
                         key=lambda w: -w.samples_per_s)
         name = wl_name(S, wl) + group_suffix(S, group, wrows)
         kw = dict(workload=name, run=best.label, sps=fmt.rate(best.samples_per_s), steady=fmt.seconds(best.steady))
@@ -107,13 +108,6 @@ def memory_findings(wl, wrows, S) -> list:
     return out
 
 
-def _extremes(vals, higher_is_better=True):
-    """The best and the worst (run, value) in the figure's direction (a
-    distance: the lowest is the best)."""
-    hi, lo = max(vals, key=lambda x: x[1]), min(vals, key=lambda x: x[1])
-    return (hi, lo) if higher_is_better is not False else (lo, hi)
-
-
 def quality_finding(wl, wrows, S, an=None):
     """The workload's quality figure in one sentence. Over seeds (--seeds, at
     least stats.MIN_SEEDS): each run's mean with its 95% interval, and each
@@ -121,7 +115,7 @@ def quality_finding(wl, wrows, S, an=None):
     much. With one seed, a range, never a ranking: every framework started
     from the same weights and saw the same batches, so it is numerical noise.
     A workload whose figure has no direction lists its runs' values through its record."""
-    ok = [w for w in wrows if w.ok]
+    ok = [w for w in wrows if w.counted]  # ranked as speed is: never a check-failed run
     name, workload = wl_name(S, wl), WORKLOAD_BY_KEY.get(wl)
     if workload is None:
         return None
@@ -135,11 +129,11 @@ def quality_finding(wl, wrows, S, an=None):
     if not vals:
         return None
     show = QUALITY_FORMAT[workload.quality.key]
-    best, worst = _extremes(vals, workload.quality.higher_is_better)
+    best, worst = extremes(vals, workload.quality.higher_is_better)
     if show(best[1]) == show(worst[1]):  # equal at the precision shown: no best and no lowest
         return S("finding_quality_same", workload=name, metric=S(workload.quality.label),
                  value=show(best[1]), n=len(vals))
-    spread = _seed_spread(workload, ok)
+    spread = seed_spread(workload, ok)
     if spread is None:
         return workload.quality_finding(S, fmt, name, best, worst, show) + " " + S("finding_quality_one_seed")
     diff, noise = QUALITY_DIFF.get(workload.quality.key, fmt.sig), stats.seed_noise(spread.sd)
@@ -150,13 +144,6 @@ def quality_finding(wl, wrows, S, an=None):
                  lo=show(worst[1]), hi=show(best[1]), n=len(vals), **kw)
     return (workload.quality_finding(S, fmt, name, best, worst, show) + " "
             + S("finding_quality_beyond_spread", **kw))
-
-
-def _seed_spread(workload, rows):
-    """The seed-to-seed spread measured for the rows' data set (docs/workloads.md),
-    where all rows train on one data set and it was measured; else None."""
-    names = {workload.data_name(dict(w.result.params or {})) for w in rows}
-    return workload.seed_spread.get(names.pop()) if len(names) == 1 else None
 
 
 def _seeds_finding(name, workload, seeded, S, an) -> str:

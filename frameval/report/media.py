@@ -10,6 +10,7 @@ from ..catalog import WORKLOAD_BY_KEY
 from ..result import as_list
 from . import charts as ch
 from . import fmt
+from .called import quality_called
 from .model import fastest_by_group, rank_group, speed_ratio
 
 
@@ -147,7 +148,7 @@ def _memory_panels(rows, wls, S, an):
 
 def _quality_panels(rows, wls, S, an):
     """Per workload, each run's quality figure (the catalog's), the best marked
-    where the figure has a better direction."""
+    where the summary calls a best."""
     panels = []
     for wl in wls:
         workload = WORKLOAD_BY_KEY.get(wl)
@@ -156,8 +157,10 @@ def _quality_panels(rows, wls, S, an):
         hib = workload.quality.higher_is_better
         vals = [(w, fmt.num(w.result.quality())) for w in rows if w.workload == wl and w.ok]
         vals = [x for x in vals if x[1] is not None]
-        if vals:
-            b = None if hib is None else (max if hib else min)(v for _, v in vals)
+        if vals:  # the best marked only where the summary calls it (findings.quality_called)
+            called = quality_called(wl, [w for w in rows if w.workload == wl], an)
+            b = None if hib is None or not called else (max if hib else min)(
+                (v for w, v in vals if w.counted), default=None)
             panels.append((wl_name(S, wl), S(workload.quality.axis), [(w.label, v, w.fw, v == b) for w, v in vals]))
     return panels
 
@@ -178,13 +181,21 @@ def modes_chart(modes, S, charts, problems):
     return figure(problems, S, cap, lambda: charts.hbar_panels("modes", panels, note=S("chart_modes_note"), line=1.0))
 
 
+def quality_caption(rows, wls, S) -> str:
+    """The quality chart's caption: the figure each panel plots, read from the
+    catalog (the DCGAN's is its Fréchet distance, never a loss)."""
+    items = [f"{wl_name(S, wl)}: {S(WORKLOAD_BY_KEY[wl].quality.label)}" for wl in wls
+             if wl in WORKLOAD_BY_KEY and any(w.workload == wl and w.ok for w in rows)]
+    return S("fig_quality", items=S.join(items) or fmt.NA)
+
+
 def summary_charts(rows, wls, S, charts, problems, an):
     """{"summary_speed": file or {"error"}, "summary_memory": ..., "summary_quality": ...}"""
     assets = {}
     for key, kind, panels, note in (("summary_speed", "speed", _speed_panels, S("chart_ratio_note")),
                                     ("summary_memory", "memory", _memory_panels, None),
                                     ("summary_quality", "quality", _quality_panels, None)):
-        cap = S("fig_" + kind)
+        cap = S("fig_" + kind) if kind != "quality" else quality_caption(rows, wls, S)
         f = figure(problems, S, cap, lambda: charts.hbar_panels(key.replace("_", "-"), panels(rows, wls, S, an), note=note))
         if f:
             assets[key] = f

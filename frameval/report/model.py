@@ -18,7 +18,7 @@ from pathlib import Path
 from .. import speed
 from ..files import PLAN, RUNS
 from ..schema import Environment, Plan
-from ..result import COMPLETED, Result
+from ..result import COMPLETED, Result, counts
 from ..results import is_repeat_dir, is_seed_dir, run_base
 from ..versionkey import version_key
 from . import fmt
@@ -117,6 +117,7 @@ class Row:
     steady_lo: float | None = None
     steady_hi: float | None = None
     steady_kind: str = "epochs"
+    steady_wall: float | None = None
     n_repeats: int = 1
     spread: float | None = None
     samples_per_s: float | None = None
@@ -130,6 +131,12 @@ class Row:
     # ((seed, (its Results: repeats)), ...): every seed of a --seeds run, each
     # with its repeats; one entry for a run of one seed (report/analysis.py's quality)
     seeds: tuple = ()
+
+    @property
+    def counted(self) -> bool:
+        """Whether the row is ranked, in speed and in quality alike (result.counts):
+        it finished and its numerical check passed."""
+        return self.ok and not self.check_failed
 
 
 def _fingerprint(r: Result) -> str:
@@ -218,28 +225,28 @@ def run_rate(r: Result):
 
 
 def _timing(r: Result, extra, seeded: bool = False) -> dict:
-    """samples/s: the median over the run and its repeats of each run's rate
-    (speed.side_rate's statistic, the one every interval resamples); whiskers
-    from the slowest to the fastest run, or for one run its slowest and fastest
-    steady window. Seconds per steady epoch: the repeats' median with min–max."""
+    """One estimator for every speed figure (frameval/speed.py): samples/s is
+    the median over the row's counted runs (result.counts: repeats and seeds,
+    never a check-failed one) of each run's rate, the statistic every interval
+    resamples; seconds per steady epoch are a steady epoch's samples over that
+    same rate, so the two never disagree. A range (slowest–fastest run) only
+    over two runs or more. `steady_wall`: the measured steady epoch (its
+    repeats' median), which only the compile cost reads beside the first epoch."""
     out = {"extra_failed": tuple(x for x in extra if x.status != "ok")}
-    rep_vals = [] if seeded else [v for v in (fmt.num(x) for x in r.repeats) if v is not None]
-    if not rep_vals and extra:  # with seeds: every run of every seed
-        rep_vals = [v for v in (fmt.num(x.steady_epoch_s) for x in [r] + list(extra) if x.status == "ok") if v is not None]
-    rates = [v for v in (run_rate(x) for x in [r] + list(extra) if x.status == "ok") if v is not None]
-    if len(rep_vals) > 1:
-        mid = statistics.median(rep_vals)
-        out.update(steady=mid, steady_lo=min(rep_vals), steady_hi=max(rep_vals), steady_kind="repeats",
-                   n_repeats=len(rep_vals), spread=div(max(rep_vals) - min(rep_vals), mid))
-    else:
-        out.update(steady=fmt.num(r.steady_epoch_s), steady_lo=fmt.num(r.steady_min_s),
-                   steady_hi=fmt.num(r.steady_max_s), steady_kind="epochs", n_repeats=1, spread=None)
+    runs = [x for x in [r] + list(extra) if counts(x)] or [r]  # a check-failed row still shows its own figure
+    rates = [v for v in (run_rate(x) for x in runs) if v is not None]
+    n = speed.epoch_samples(r.epochs, r.timing.get("windows"), r.data.get("n_train"))
+    walls = [] if seeded else [v for v in (fmt.num(x) for x in r.repeats) if v is not None]
+    out["steady_wall"] = statistics.median(walls) if walls else fmt.num(r.steady_epoch_s)
     if len(rates) > 1:
-        out.update(samples_per_s=statistics.median(rates), sps_lo=min(rates), sps_hi=max(rates))
+        mid = statistics.median(rates)
+        out.update(samples_per_s=mid, sps_lo=min(rates), sps_hi=max(rates), steady=speed.epoch_seconds(n, mid),
+                   steady_lo=speed.epoch_seconds(n, max(rates)), steady_hi=speed.epoch_seconds(n, min(rates)),
+                   steady_kind="repeats", n_repeats=len(rates), spread=div(max(rates) - min(rates), mid))
     else:
-        own = window_rates(r)
-        out.update(samples_per_s=fmt.num(r.samples_per_s),
-                   sps_lo=min(own) if own else None, sps_hi=max(own) if own else None)
+        sps = rates[0] if rates else None
+        out.update(samples_per_s=sps, sps_lo=None, sps_hi=None, steady=speed.epoch_seconds(n, sps),
+                   steady_lo=None, steady_hi=None, steady_kind="epochs", n_repeats=1, spread=None)
     out["noisy"] = out["spread"] is not None and out["spread"] > NOISY_SPREAD
     return out
 
@@ -326,7 +333,7 @@ def fastest_by_group(rows) -> dict:
     sample counts); a run whose numerical check failed is not a reference."""
     best = {}
     for w in rows:
-        if w.ok and not w.check_failed and w.samples_per_s is not None:
+        if w.counted and w.samples_per_s is not None:
             k = rank_group(w)
             if k not in best or w.samples_per_s > best[k].samples_per_s:
                 best[k] = w
@@ -354,7 +361,7 @@ def at_faster_mode(rows) -> list:
             all(getattr(a, k) == getattr(b, k) for k in ("fw", "version", "variant", "host", "workload"))
     out = []
     for w in rows:
-        rivals = [x for x in rows if same(w, x) and x.mode != w.mode and x.ok and x.samples_per_s is not None]
+        rivals = [x for x in rows if same(w, x) and x.mode != w.mode and x.counted and x.samples_per_s is not None]
         if w.samples_per_s is None or not any(x.samples_per_s > w.samples_per_s for x in rivals):
             out.append(w)
     return out
@@ -369,4 +376,4 @@ def window_rates(r: Result) -> list:
 
 def run_windows(w) -> list:
     """The row's runs (repeats folded in), each as its windows' samples/s."""
-    return [rates for rates in (window_rates(x) for x in [w.result, *w.extra] if x.status == "ok") if rates]
+    return [rates for rates in (window_rates(x) for x in [w.result, *w.extra] if counts(x)) if rates]

@@ -14,14 +14,14 @@ from .model import run_windows
 
 
 def mode_pairs(rows) -> list:
-    """[(graph row, eager row)] of one framework, version, workload, device and host, both ok."""
+    """[(graph row, eager row)] of one framework, version, workload, device and host, both counted (result.counts)."""
     out = []
     for g in rows:
-        if g.mode != "graph" or not g.ok or g.samples_per_s is None:
+        if g.mode != "graph" or not g.counted or g.samples_per_s is None:
             continue
         for e in rows:
             same = all(getattr(e, k) == getattr(g, k) for k in ("fw", "version", "workload", "device", "host", "variant"))
-            if same and e.mode == "eager" and e.ok and e.samples_per_s:
+            if same and e.mode == "eager" and e.counted and e.samples_per_s:
                 out.append((g, e))
     return out
 
@@ -42,8 +42,8 @@ def compile_cost(g, e):
     numerical check (the first calls of the step: torch.compile, tf.function
     and jit trace there, before training) and in the first epoch beyond its
     steady one. Both modes run the same check, so the difference is the compile."""
-    first, steady = number(g.result.first_epoch_s), g.steady
-    e_first, e_steady = number(e.result.first_epoch_s), e.steady
+    first, steady = number(g.result.first_epoch_s), g.steady_wall  # wall against wall: both timed whole
+    e_first, e_steady = number(e.result.first_epoch_s), e.steady_wall
     if None in (first, steady, e_first, e_steady):
         return None
     epoch = max(0.0, (first - steady) - max(0.0, e_first - e_steady))

@@ -10,11 +10,12 @@ from .. import speed
 from ..catalog import WORKLOAD_BY_KEY
 from ..result import Result
 from . import determinism, fmt, labels
-from .cells import cell, header
+from .cells import cell, drop_na_columns, header
 from .check import check_summary
 from .defects import mark_substitute
 from .labels import SCOPE_PARTS
-from .model import best_of, fastest_by_group, speed_ratio
+from .called import QUALITY_DIFF, QUALITY_FORMAT, quality_called  # noqa: F401 (read from here too)
+from .model import at_faster_mode, best_of, fastest_by_group, speed_ratio
 from .analysis import analyse
 from .peak import gflops_cell
 from .spec import audit_count, framework_name, match_counts
@@ -31,10 +32,6 @@ def _sig4(v):
     return fmt.sig(v, 4)
 
 
-# How the tables and the findings write a workload's quality figure (catalog.Quality.key).
-QUALITY_FORMAT = {"test_acc": fmt.percent, "val_r2": lambda v: fmt.fixed(v, 4), "fid": lambda v: fmt.fixed(v, 1)}
-# How a difference of two quality figures is written (over seeds: report/findings.py).
-QUALITY_DIFF = {"test_acc": lambda d: f"{d * 100:.2f} pt", "val_r2": lambda d: fmt.fixed(d, 4), "fid": lambda d: fmt.fixed(d, 1)}
 # How a workload record's further figures are written (workloads.base.Figure.format).
 FORMATS = {"sig4": _sig4, "sig3": lambda v: fmt.sig(v, 3), "millis": fmt.millis, "kib": fmt.kib,
            "percent": fmt.percent, "sig": fmt.sig}
@@ -83,12 +80,16 @@ def workload_table(workload, rows, S, multi_host, code_lines, problems=None, an=
     opt = _columns(rows, multi_host)
     qcols = quality_columns(workload, S)
     heads = _heads(S, opt, qcols)
+    an = an or analyse(rows)
+    # Bold only where the summary calls a ranking: the quality figure where it
+    # names a best (never beside "a range, not a ranking"), no other column.
+    called = quality_called(workload, rows, an)
     qbest = []
-    for _, get, _, hib in qcols:
-        vals = [v for v in (fmt.num(get(w.result)) for w in rows if w.ok) if v is not None]
-        qbest.append(None if hib is None or not vals else (max(vals) if hib else min(vals)))
-    ctx = {"workload": workload, "S": S, "opt": opt, "best": fastest_by_group(rows), "an": an or analyse(rows), "qcols": qcols,
-           "qbest": qbest, "code": code_lines}
+    for i, (_, get, _, hib) in enumerate(qcols):
+        vals = [v for v in (fmt.num(get(w.result)) for w in rows if w.counted) if v is not None]
+        qbest.append(None if i > 0 or not called or hib is None or not vals else (max(vals) if hib else min(vals)))
+    ctx = {"workload": workload, "S": S, "opt": opt, "best": fastest_by_group(rows), "an": an, "qcols": qcols,
+           "qbest": qbest, "code": code_lines, "ranked": at_faster_mode(rows)}
     body = []
     for w in rows:
         if problems is None:
@@ -96,8 +97,8 @@ def workload_table(workload, rows, S, multi_host, code_lines, problems=None, an=
             continue
         body.append(problems.run(S("what_row", run=w.label or w.id, table=S("wl_" + workload)), _line, w, ctx,
                                  default=lambda it, w=w: _broken_line(w, it["text"], len(heads))))
-    return {"id": f"table-{workload}", "headers": heads, "rows": body, "sortable": True,
-            "row_ids": [w.id for w in rows]}
+    return drop_na_columns({"id": f"table-{workload}", "headers": heads, "rows": body, "sortable": True,
+                            "row_ids": [w.id for w in rows]})
 
 
 def _broken_line(w, text, n):
@@ -115,7 +116,9 @@ def _line(w, c):
         cells.append(cell(w.host or fmt.NA, w.host))
     cells += [status_cell(w, S), cell(fmt.seconds(r.first_epoch_s), fmt.num(r.first_epoch_s), "na" if fmt.is_na(r.first_epoch_s) else ""),
               steady_cell(w, S), mark_substitute(_sps_cell(w), w, S)]
-    cells.append(ratio_cell(w, best_of(w, c["best"]), S, c["an"].interval(w)))
+    best = best_of(w, c["best"])
+    rivals = [x for x in c["ranked"] if x is not best and x.counted and speed_ratio(x, best) is not None]
+    cells.append(ratio_cell(w, best, S, c["an"].interval(w), ranked=bool(rivals)))
     cells.append(gflops_cell(c["an"].peak(w), S))
     cells.append(_mb_cell(r.peak_rss_mb, S("tip_peak_rss_method", method=r.memory.get("method"))
                           if r.memory.get("method") else S("tip_peak_rss_old")))
@@ -130,7 +133,7 @@ def _line(w, c):
             cells.append(cell(text, q.mean, "", S("tip_quality_seeds", n=q.n)))
             continue
         v = get(r)
-        cls = "na" if v is None else ("best" if w.ok and qb is not None and fmt.num(v) == qb else "")
+        cls = "na" if v is None else ("best" if w.counted and qb is not None and fmt.num(v) == qb else "")
         cells.append(cell(f(v), fmt.num(v), cls))
     if c["opt"]["repeats"]:
         cells.append(determinism.column_cell(w, S))
@@ -139,13 +142,15 @@ def _line(w, c):
     return cells
 
 
-def ratio_cell(w, best, S, iv):
-    """Time per sample against the fastest, with its 95% interval and verdict (iv: report/analysis.py)."""
+def ratio_cell(w, best, S, iv, ranked=True):
+    """Time per sample against the fastest, with its 95% interval and verdict
+    (iv: report/analysis.py); the fastest in bold only where `ranked`: it has
+    a counted rival, so the summary calls a ranking (not "only X has a speed")."""
     ratio = speed_ratio(w, best)
     if ratio is None:
         return cell(fmt.NA, None, "na")
     if w is best or not iv:
-        return cell(fmt.ratio(ratio), ratio, "best" if w is best else "")
+        return cell(fmt.ratio(ratio), ratio, "best" if w is best and ranked else "")
     verdict = S("verdict_" + iv["verdict"])
     return cell(f"{fmt.ratio(ratio)} ({fmt.interval(iv['lo'], iv['hi'])}) {verdict}", ratio,
                 "" if iv["verdict"] == "slower" else "same", S("tip_interval", runs=iv["runs"][1], windows=iv["windows"][1])

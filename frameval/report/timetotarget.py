@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 
 from .. import stats
+from ..result import as_dict
 from ..catalog import WORKLOAD_BY_KEY
 from . import fmt
 from .analysis import TargetTime, has_evaluation
@@ -34,7 +35,7 @@ def target_groups(wrows, an) -> dict:
     out: dict = {}
     for w in wrows:
         t = an.target(w)
-        if w.ok and t.target is not None and t.runs:
+        if w.counted and t.target is not None and t.runs:
             out.setdefault((*rank_group(w), t.target), []).append(w)
     return out
 
@@ -154,7 +155,21 @@ def target_section(wl, wrows, S, an) -> dict | None:
     notes = [parity_text(g, key[-1], S, an) for key, g in target_groups(wrows, an).items()]
     return {"table": {"id": f"table-ttt-{wl}", "headers": heads, "rows": body, "sortable": True,
                       "row_ids": [w.id for w in shown]},
-            "intro": S("ttt_intro"), "notes": notes, "anchor": f"ttt-{wl}"}
+            "intro": S("ttt_intro", how=eval_frequency(wl, shown, S)), "notes": notes, "anchor": f"ttt-{wl}"}
+
+
+def eval_frequency(wl, rows, S) -> str:
+    """How often these runs evaluated, as their results record it (the
+    workload's own schedule where none does): "once an epoch" for the DCGAN,
+    never a figure fixed in the sentence."""
+    got = {int(v) for v in (fmt.num(as_dict(w.result.raw.get("evaluation")).get("per_epoch")) for w in rows)
+           if v is not None and v > 0}
+    record = WORKLOAD_BY_KEY.get(wl)
+    if not got and record is not None:
+        got = {record.eval_per_epoch}
+    if not got:
+        return S("ttt_eval_unknown")
+    return S.join(S("ttt_eval_once") if n == 1 else S("ttt_eval_times", n=n) for n in sorted(got))
 
 
 def parity_text(grows, target, S, an) -> str:
