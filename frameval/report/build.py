@@ -18,6 +18,7 @@ from ..results import load_runs
 from . import charts as ch
 from .audit import audit_table
 from .behaviour import behaviour_section
+from .verdict import verdict_table
 from .check import check_allowances, check_detail_table, check_intro, check_table, check_tolerances
 from .context import environment, metadata, reproduce
 from .defects import defects_table, install_table
@@ -140,12 +141,14 @@ def _section(wl, wrows, loaded, S, problems, charts, code_counts, request, asset
     target = problems.run(S("what_table", name=S("h_ttt") + " · " + name), target_section, wl, wrows, S, an,
                           default=lambda it: {"table": {"id": f"table-ttt-{wl}", "error": it["text"], "headers": [],
                                                         "rows": []}, "intro": "", "notes": [], "anchor": f"ttt-{wl}"})
+    verdict = problems.run(S("what_table", name=S("h_verdict") + " · " + name), verdict_table, wl, wrows, table, target, S,
+                           default=lambda it: {"id": f"table-verdict-{wl}", "error": it["text"], "headers": [], "rows": []})
     notes = sorted({n for w in wrows for n in w.result.notes if isinstance(n, str)})
     run_notes = [{"label": w.label, "notes": [str(n) for n in w.result.notes]} for w in wrows if w.result.notes]
     extra = WORKLOAD_BY_KEY[wl].intro_extra(wrows, S) if wl in WORKLOAD_BY_KEY else None
     intro = S("intro_" + wl) + (" " + extra if extra else "")
     return {"id": wl, "anchor": f"wl-{wl}", "name": name, "intro": intro, "table": table, "memory": memory,
-            "media": media, "target": target, "notes": notes, "run_notes": run_notes, "scope_notes": scope_notes(wrows),
+            "media": media, "target": target, "verdict": verdict, "notes": notes, "run_notes": run_notes, "scope_notes": scope_notes(wrows),
             "repeats": any(w.steady_kind == "repeats" for w in wrows)}
 
 
@@ -305,6 +308,6 @@ def _context(request, S, problems, assets_dir) -> dict:
         "behaviour": behaviour, "mistakes": mistakes, "install": install, "multi_host": loaded["multi_host"], "hosts": loaded["hosts"],
         "name": request["name"], "generated": request["now"].isoformat(timespec="seconds"),
         "_info": {"runs": len(rows), "failed": n_failed, "check_failed": len([w for w in rows if w.check_failed]),
-                  "findings": [f.text for f in found], "warnings": warnings,
+                  "findings": [f.full for f in found], "warnings": warnings,
                   "missing_glyphs": sorted(charts.missing_glyphs), "charts": dict(getattr(charts, "specs", {})), "font": str(charts.font_file or "")},
     }
