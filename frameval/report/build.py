@@ -18,7 +18,8 @@ from ..results import load_runs
 from . import charts as ch
 from .audit import audit_table
 from .behaviour import behaviour_section
-from .check import check_detail_table, check_intro, check_table
+from .verdict import verdict_table
+from .check import check_allowances, check_detail_table, check_intro, check_table, check_tolerances
 from .context import environment, metadata, reproduce
 from .defects import defects_table, install_table
 from .findings import findings
@@ -141,12 +142,14 @@ def _section(wl, wrows, loaded, S, problems, charts, code_counts, request, asset
     target = problems.run(S("what_table", name=S("h_ttt") + " · " + name), target_section, wl, wrows, S, an,
                           default=lambda it: {"table": {"id": f"table-ttt-{wl}", "error": it["text"], "headers": [],
                                                         "rows": []}, "intro": "", "notes": [], "anchor": f"ttt-{wl}"})
+    verdict = problems.run(S("what_table", name=S("h_verdict") + " · " + name), verdict_table, wl, wrows, table, target, S,
+                           default=lambda it: {"id": f"table-verdict-{wl}", "error": it["text"], "headers": [], "rows": []})
     notes = sorted({n for w in wrows for n in w.result.notes if isinstance(n, str)})
     run_notes = [{"label": w.label, "notes": [str(n) for n in w.result.notes]} for w in wrows if w.result.notes]
     extra = WORKLOAD_BY_KEY[wl].intro_extra(wrows, S) if wl in WORKLOAD_BY_KEY else None
     intro = S("intro_" + wl) + (" " + extra if extra else "")
     return {"id": wl, "anchor": f"wl-{wl}", "name": name, "intro": intro, "table": table, "memory": memory,
-            "media": media, "target": target, "notes": notes, "run_notes": run_notes, "scope_notes": scope_notes(wrows),
+            "media": media, "target": target, "verdict": verdict, "notes": notes, "run_notes": run_notes, "scope_notes": scope_notes(wrows),
             "repeats": any(w.steady_kind == "repeats" for w in wrows)}
 
 
@@ -174,7 +177,10 @@ def _check(rows, S, problems):
                           default=lambda it: {"id": "table-check-detail", "error": it["text"], "headers": [], "rows": []})
     intro = problems.run(S("what_section", name=S("h_check")), check_intro, wrows, S,
                          default=lambda it: S("check_intro", probe=S("check_probe_unknown")))
-    return {"table": got[0], "failed": got[1], "any": got[2], "detail": detail, "intro": intro}
+    tols = problems.run(S("what_section", name=S("h_check_tolerances")), check_tolerances, wrows, S, default=lambda it: [it["text"]])
+    allow = problems.run(S("what_section", name=S("h_check_allowances")), check_allowances, wrows, S, default=lambda it: [it["text"]])
+    return {"table": got[0], "failed": got[1], "any": got[2], "detail": detail, "intro": intro,
+            "tolerances": tols, "allowances": allow}
 
 
 def _alerts(rows, check_failed, S, found=()) -> list:
@@ -203,10 +209,27 @@ def _notes(request, S, warnings):
         return ""
 
 
-def _environment(rows, loaded, frameworks, peaks, S, problems) -> dict:
+def _freeze_files(freezes, envs, out_dir):
+    """Each environment's pip freeze as `<out>/packages/<spec>.txt`, linked from
+    the report instead of filling its body (provenance.json keeps them too)."""
+    folder = Path(out_dir) / "packages"
+    folder.mkdir(parents=True, exist_ok=True)
+    used = set()
+    for fz in freezes:
+        spec = fz["spec"][:-4] if fz["spec"].endswith(".yml") else fz["spec"]
+        stem = "".join(c if c.isalnum() or c in "-_.@" else "_" for c in spec) or "env"
+        stem = next(f"{stem}-{i}" if i else stem for i in range(len(used) + 1) if (f"{stem}-{i}" if i else stem) not in used)
+        used.add(stem)
+        atomic_write(folder / f"{stem}.txt", fz["raw"])
+        fz["file"] = f"packages/{stem}.txt"
+
+
+def _environment(rows, loaded, frameworks, peaks, S, problems, out_dir) -> dict:
     """The environment section: machines, the measured peak and each framework's own GEMM, environments."""
     env = problems.run(S("what_section", name=S("h_environment")), environment, rows, loaded["envs"], frameworks, S,
                        default=lambda it: {"error": it["text"], "machines": [], "frameworks": [], "freezes": []})
+    problems.run(S("what_section", name=S("h_freeze")), _freeze_files, env.get("freezes") or [], loaded["envs"], out_dir,
+                 default=None)
     env["peak"] = problems.run(S("what_section", name=S("h_peak")), peak_text, peaks, S, default=lambda it: [it["text"]])
     env["gemm"] = problems.run(S("what_table", name=S("h_gemm")), gemm_table, peaks, S,
                                default=lambda it: {"id": "table-gemm", "error": it["text"], "headers": [], "rows": []})
@@ -259,7 +282,7 @@ def _context(request, S, problems, assets_dir) -> dict:
     assets = summary_charts(rows, wls, S, charts, problems, an)
     found = findings(rows, wls, S, errors, check["failed"], audits, problems, an, versions)
     found += [f for p in (scaling or {}).get("parts", []) for f in p.get("findings", [])]  # Finding objects
-    env = _environment(rows, loaded, frameworks, peaks, S, problems)
+    env = _environment(rows, loaded, frameworks, peaks, S, problems, request["out_dir"])
     defects = problems.run(S("what_section", name=S("h_defects")), defects_table, rows, frameworks, S,
                            default=lambda it: {"id": "table-defects", "error": it["text"], "headers": [], "rows": [],
                                                "ids": [], "candidates": [], "versions_ran": []})
@@ -288,6 +311,6 @@ def _context(request, S, problems, assets_dir) -> dict:
         "behaviour": behaviour, "mistakes": mistakes, "install": install, "multi_host": loaded["multi_host"], "hosts": loaded["hosts"],
         "name": request["name"], "generated": request["now"].isoformat(timespec="seconds"),
         "_info": {"runs": len(rows), "failed": n_failed, "check_failed": len([w for w in rows if w.check_failed]),
-                  "findings": [f.text for f in found], "warnings": warnings,
-                  "missing_glyphs": sorted(charts.missing_glyphs), "font": str(charts.font_file or "")},
+                  "findings": [f.full for f in found], "warnings": warnings,
+                  "missing_glyphs": sorted(charts.missing_glyphs), "charts": dict(getattr(charts, "specs", {})), "font": str(charts.font_file or "")},
     }

@@ -16,6 +16,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib import font_manager  # noqa: E402
+from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 from . import fmt  # noqa: E402
 from .spec import FRAMEWORKS  # noqa: E402
@@ -71,6 +72,7 @@ class Charts:
         self.prefix = prefix
         self.missing_glyphs: set = set()
         self.font_file = None
+        self.specs: dict = {}  # {file: {"xscale", "marks", "xlim": [per panel]}}: what each chart drew, for tests
         families = ["DejaVu Sans"]
         if lang != "en":
             self.font_file = find_cjk_font()
@@ -258,44 +260,71 @@ class Charts:
             fig.tight_layout()
             return self._save(fig, name)
 
-    def hbar_panels(self, name, panels, note=None, line=None):
+    def hbar_panels(self, name, panels, note=None, line=None, log=False, points=False):
         """Summary figure: one panel per workload, horizontal bars.
         panels: [(title, xlabel, [(label, value, framework, best[, (low, high)])])]; a (low, high)
-        interval is drawn as an error bar; `line` draws a reference (1.0: no change)."""
+        interval is drawn as an error bar; `line` draws a reference (1.0: no change).
+        `log`: a log axis (ratios: 2x slower sits as far from 1 as 2x faster, and a
+        35x outlier does not squeeze the 1-3x range). `points`: a point with its
+        interval on an axis fitted to the data, not a bar from 0 (a quality figure
+        whose differences a 0-1 axis would hide)."""
         panels = [p for p in panels if any(plottable(v[1]) is not None for v in p[2])]
         if not panels:
             return None
         rows = max(len(p[2]) for p in panels)
         with plt.rc_context(self.rc):
             fig, axes = self._fig(w=3.4 * len(panels) + 0.8, h=0.32 * rows + 1.3, ncols=len(panels))
+            lims = []
             for ax, (title, xlabel, items) in zip(axes[0], panels):
-                items = [it for it in items if plottable(it[1]) is not None]
-                ys = list(range(len(items)))[::-1]
-                vals = [plottable(it[1]) for it in items]
-                iv = [it[4] if len(it) > 4 and it[4] else (v, v) for it, v in zip(items, vals)]
-                xerr = [[max(0.0, v - lo) for v, (lo, _) in zip(vals, iv)], [max(0.0, hi - v) for v, (_, hi) in zip(vals, iv)]]
-                ax.barh(ys, vals, color=[self.color(it[2], i) for i, it in enumerate(items)],
-                        edgecolor=["black" if it[3] else "#333" for it in items],
-                        linewidth=[2.0 if it[3] else 0.5 for it in items],
-                        xerr=xerr if any(any(x) for x in xerr) else None, capsize=2, error_kw={"elinewidth": 0.8})
-                for y, it, v, (_, hi) in zip(ys, items, vals, iv):
-                    # beyond the whisker's end, so the figure never sits on the bar's interval
-                    ax.annotate(fmt.sig(it[1]), (max(v, hi), y), va="center", ha="left", fontsize=7, xytext=(3, 0),
-                                textcoords="offset points")
-                ax.set_yticks(ys)
-                ax.set_yticklabels([it[0] for it in items], fontsize=8)
+                self._hbar_panel(ax, [it for it in items if plottable(it[1]) is not None], log, points)
                 if line is not None:
                     ax.axvline(line, color="#555", linewidth=0.8, linestyle="--")
                 ax.set_title(title)
                 ax.set_xlabel(xlabel)
-                ax.margins(x=0.25)
+                lims.append([float(x) for x in ax.get_xlim()])
             if note:
                 fig.text(0.01, -0.02, note, fontsize=7, color="#555", ha="left", va="top")
             fig.tight_layout()
-            return self._save(fig, name)
+            fname = self._save(fig, name)
+        self.specs[fname] = {"xscale": "log" if log else "linear", "marks": "points" if points else "bars", "xlim": lims}
+        return fname
+
+    def _hbar_panel(self, ax, items, log, points):
+        ys = list(range(len(items)))[::-1]
+        vals = [plottable(it[1]) for it in items]
+        iv = [it[4] if len(it) > 4 and it[4] else (v, v) for it, v in zip(items, vals)]
+        xerr = [[max(0.0, v - lo) for v, (lo, _) in zip(vals, iv)], [max(0.0, hi - v) for v, (_, hi) in zip(vals, iv)]]
+        colors = [self.color(it[2], i) for i, it in enumerate(items)]
+        if points or log:
+            for y, v, c, it, lo, hi in zip(ys, vals, colors, items, xerr[0], xerr[1]):
+                ax.errorbar([v], [y], xerr=[[lo], [hi]] if lo or hi else None, fmt="o", color=c, capsize=2,
+                            markersize=7 if it[3] else 5, markeredgecolor="black" if it[3] else c, elinewidth=0.8)
+        else:
+            ax.barh(ys, vals, color=colors, edgecolor=["black" if it[3] else "#333" for it in items],
+                    linewidth=[2.0 if it[3] else 0.5 for it in items],
+                    xerr=xerr if any(any(x) for x in xerr) else None, capsize=2, error_kw={"elinewidth": 0.8})
+        for y, it, v, (_, hi) in zip(ys, items, vals, iv):
+            # beyond the whisker's end, so the figure never sits on the bar's interval
+            ax.annotate(fmt.sig(it[1]), (max(v, hi), y), va="center", ha="left", fontsize=7, xytext=(3, 0),
+                        textcoords="offset points")
+        ax.set_yticks(ys)
+        ax.set_yticklabels([it[0] for it in items], fontsize=8)
+        if log:
+            ax.set_xscale("log")
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}×"))
+            ax.xaxis.set_minor_formatter(FuncFormatter(_minor_label))
+        ax.margins(x=0.25, y=0.1 if (points or log) else ax.margins()[1])
 
 
 # ------------------------------------------------------------------ DCGAN media
+def _minor_label(x, _pos) -> str:
+    """Label the 2 and 5 of each decade on a log axis, so 1-3x can be read."""
+    if x <= 0:
+        return ""
+    m = x / 10 ** math.floor(math.log10(x))
+    return f"{x:g}" if round(m, 6) in (2.0, 5.0) else ""
+
+
 def read_gray(path) -> "object":
     import imageio.v3 as iio
     import numpy as np

@@ -157,3 +157,45 @@ def check_intro(rows, S) -> str:
 
 def _wl_order(wl) -> int:
     return WORKLOADS.index(wl) if wl in WORKLOADS else len(WORKLOADS)
+
+
+def check_tolerances(rows, S) -> list:
+    """One line per workload: each tolerance the numerical check used, as its
+    result.json recorded it (frameval/nb/check.py), so a ✓ can be checked by hand."""
+    by_wl = {}
+    for w in rows:
+        tol = as_dict(as_dict(w.result.check).get("tolerances"))
+        for sec, t in tol.items():
+            if fmt.num(t) is not None:
+                by_wl.setdefault(w.workload, {}).setdefault(str(sec), set()).add(fmt.num(t))
+    out = []
+    for wl, tol in sorted(by_wl.items(), key=lambda x: _wl_order(x[0])):
+        name = S("wl_" + wl) if ("wl_" + wl) in S.raw else wl
+        items = [f"{S('chk_' + sec) if ('chk_' + sec) in S.raw else sec} "
+                 + "/".join(f"{t:.0e}" for t in sorted(ts)) for sec, ts in tol.items()]
+        out.append(S("check_tolerances", workload=name, items=S.join(items)))
+    return out
+
+
+def check_allowances(rows, S) -> list:
+    """Every figure over its tolerance that an allowance passed: today the DCGAN's
+    kink allowance (result.json check["kink"]["budget"]: how far the figure moves
+    when the LeakyReLU inputs within float32 rounding of the kink take the other
+    branch). Each names the allowance, the run, the quantity and the figure."""
+    out = []
+    for w in rows:
+        chk = as_dict(w.result.check)
+        tol, kink = as_dict(chk.get("tolerances")), as_dict(chk.get("kink"))
+        budget = as_dict(kink.get("budget"))
+        for sec in ("grads", "update"):
+            t = fmt.num(tol.get(sec))
+            for name, err in as_dict(chk.get(sec)).items():
+                e, room = fmt.num(err), fmt.num(as_dict(budget.get(sec)).get(name))
+                if t is None or e is None or e <= t or room is None or e > t + room:
+                    continue
+                name_wl = S("wl_" + w.workload) if ("wl_" + w.workload) in S.raw else w.workload
+                out.append(S("check_allowance_kink", run=w.label, workload=name_wl,
+                             part=S("chk_" + sec) if ("chk_" + sec) in S.raw else sec, tensor=str(name),
+                             err=f"{e:.1e}", tol=f"{t:.0e}", room=f"{room:.1e}",
+                             n=fmt.integer(kink.get("inputs_near_kink") or 0)))
+    return out

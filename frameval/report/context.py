@@ -113,6 +113,7 @@ def environment(rows, envs, frameworks, S):
         for e in envs.get(fw) or []:
             text = str(e.get("freeze") or "").strip()
             freezes.append({"name": env_label(fw, e, envs.get(fw)), "spec": str(e.get("spec_name") or fw), "text": text,
+                            "raw": str(e.get("freeze") or ""),
                             "n": len([x for x in text.splitlines() if x.strip()]), "fence": fmt.fence(text or fmt.NA)})
     return {"machines": machines(rows, S), "frameworks": [framework_env(fw, rows, envs.get(fw) or [], S) for fw in frameworks],
             "freezes": freezes}

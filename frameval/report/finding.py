@@ -13,3 +13,8 @@ class Finding:
     anchor: str  # the section that backs the sentence
     flag: bool = False   # shown with a warning mark
     alert: bool = False  # also among the report's first lines
+    details: tuple = ()  # the sentences that back `text`, one claim each (shown as sub-points)
+
+    @property
+    def full(self) -> str:
+        return " ".join((self.text, *self.details))

@@ -47,7 +47,7 @@ def speed_findings(wl, wrows, S, an=None) -> list:
         if both:
             by_mode = {m: [w.fw_name for w in both if w.mode == m] for m in dict.fromkeys(w.mode for w in both)}
             parts.append(S("finding_faster_mode", items="; ".join(f"{m}: {S.join(names)}" for m, names in by_mode.items())))
-        out.append(Finding(kind="speed", text=" ".join(parts), anchor=f"wl-{wl}"))
+        out.append(Finding(kind="speed", text=parts[0], details=tuple(parts[1:]), anchor=f"wl-{wl}"))
     return out
 
 

@@ -155,14 +155,23 @@ def _quality_panels(rows, wls, S, an):
         if workload is None:
             continue
         hib = workload.quality.higher_is_better
-        vals = [(w, fmt.num(w.result.quality())) for w in rows if w.workload == wl and w.ok]
+        vals = [(w,) + _quality_point(w, an) for w in rows if w.workload == wl and w.ok]
         vals = [x for x in vals if x[1] is not None]
         if vals:  # the best marked only where the summary calls it (findings.quality_called)
             called = quality_called(wl, [w for w in rows if w.workload == wl], an)
             b = None if hib is None or not called else (max if hib else min)(
-                (v for w, v in vals if w.counted), default=None)
-            panels.append((wl_name(S, wl), S(workload.quality.axis), [(w.label, v, w.fw, v == b) for w, v in vals]))
+                (v for w, v, _ in vals if w.counted), default=None)
+            panels.append((wl_name(S, wl), S(workload.quality.axis), [(w.label, v, w.fw, v == b, iv) for w, v, iv in vals]))
     return panels
+
+
+def _quality_point(w, an) -> tuple:
+    """(value, (lo, hi) or None): the mean over seeds with its 95% interval where
+    the analysis has one (the figure the tables print), else the run's own figure."""
+    q = an.quality(w) if an is not None else None
+    if q is not None and q.mean is not None and q.lo is not None and q.hi is not None:
+        return q.mean, (q.lo, q.hi)
+    return fmt.num(w.result.quality()), None
 
 
 def modes_chart(modes, S, charts, problems):
@@ -178,7 +187,8 @@ def modes_chart(modes, S, charts, problems):
                  for ln in lines if ln["g"].workload == wl]
         panels.append((wl_name(S, wl), S("axis_mode_speedup"), sorted(items, key=lambda it: -it[1])))
     cap = S("fig_modes")
-    return figure(problems, S, cap, lambda: charts.hbar_panels("modes", panels, note=S("chart_modes_note"), line=1.0))
+    return figure(problems, S, cap, lambda: charts.hbar_panels("modes", panels, note=S("chart_modes_note"), line=1.0,
+                                                                log=True))
 
 
 def quality_caption(rows, wls, S) -> str:
@@ -192,11 +202,13 @@ def quality_caption(rows, wls, S) -> str:
 def summary_charts(rows, wls, S, charts, problems, an):
     """{"summary_speed": file or {"error"}, "summary_memory": ..., "summary_quality": ...}"""
     assets = {}
-    for key, kind, panels, note in (("summary_speed", "speed", _speed_panels, S("chart_ratio_note")),
-                                    ("summary_memory", "memory", _memory_panels, None),
-                                    ("summary_quality", "quality", _quality_panels, None)):
+    # ratios on a log axis; quality as points with intervals on an axis fitted to the data
+    for key, kind, panels, note, how in (("summary_speed", "speed", _speed_panels, S("chart_ratio_note"), {"log": True, "line": 1.0}),
+                                         ("summary_memory", "memory", _memory_panels, None, {}),
+                                         ("summary_quality", "quality", _quality_panels, None, {"points": True})):
         cap = S("fig_" + kind) if kind != "quality" else quality_caption(rows, wls, S)
-        f = figure(problems, S, cap, lambda: charts.hbar_panels(key.replace("_", "-"), panels(rows, wls, S, an), note=note))
+        f = figure(problems, S, cap, lambda: charts.hbar_panels(key.replace("_", "-"), panels(rows, wls, S, an), note=note,
+                                                                **how))
         if f:
             assets[key] = f
     return assets

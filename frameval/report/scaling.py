@@ -174,7 +174,7 @@ def workload_scaling(wl, wrows, S, charts, problems, an) -> dict | None:
         cap = S("fig_scaling_threads", workload=name)
         if items:
             out["charts"].append(figure(problems, S, cap, lambda: charts.hbar_panels(
-                f"{wl}-scaling-threads", [(name, S("axis_thread_speedup"), items)], note=S("chart_modes_note"), line=1.0)))
+                f"{wl}-scaling-threads", [(name, S("axis_thread_speedup"), items)], note=S("chart_modes_note"), line=1.0, log=True)))
     out["charts"] = [c for c in out["charts"] if c]
     out["findings"] = scaling_findings(wl, bs, ts, S)
     return out
