@@ -122,7 +122,7 @@ def measure(env_by_fw: dict | None = None, say=print, n: int = MATMUL_N, copy_mb
         "numpy_gflops_all": every.get("gflops"), "numpy_figures": {"1": one, str(cores): every},
         "frameworks": fws, "cpu": cpu.identity(), "isa_caps": cpu.caps(), "isa_caps_inert": cpu.inert_caps(),
         "method": {"matmul": f"float32 {n}x{n} @ {n}x{n} (2n^3 FLOPs): numpy.matmul, best of "
-                             f"{idle.MIN_REPEATS} to {idle.MAX_REPEATS} after a warm-up (until the best two agree "
+                             f"{idle.MIN_REPEATS} to {idle.MAX_REPEATS} after a warm-up (until the best two agree, or {idle.BUDGET_S:.0f} s, "
                              f"within {idle.AGREE:.0%}), one child process per thread count "
                              f"({', '.join(THREAD_VARS)}) with every instruction-set cap removed; each "
                              "framework's own product in its environment as its runs see it (frameval/fw/gemm.py); "
