@@ -34,7 +34,7 @@ def measure(env_by_fw: dict, threads_all: int, say=print) -> dict:
         out[key] = _one(env, key.split("==")[0], threads_all)
     if out:
         fresh = [k for k, e in out.items() if not e.get("cached")]
-        busy = [f"{k} ({e['busy']})" for k, e in out.items() if e.get("busy")]
+        busy = [k for k, e in out.items() if e.get("busy")]  # why, figure by figure: in the record
         say(f"frameval: each framework's own float32 GEMM: " + ", ".join(
             f"{k} {_gf(e.get('gflops_1'))}/{_gf(e.get('gflops_all'))}" for k, e in out.items())
             + f" GFLOP/s on 1/{threads_all} threads ({'measured: ' + ', '.join(fresh) if fresh else 'all cached'}"

@@ -112,8 +112,8 @@ def measure(env_by_fw: dict | None = None, say=print, n: int = MATMUL_N, copy_mb
     blas = _child(1, "blas_name") or "unknown"
     fws = ceilings.measure(env_by_fw, cores, say) if env_by_fw else {}
     numpy_name = f"numpy ({blas})"
-    busy = [f"numpy on {k}: {f['busy']}" for k, f in (("1 thread", one), (f"{cores} threads", every)) if f.get("busy")]
-    busy += [f"{framework_name(e['framework'])} ({e['busy']})" for e in fws.values() if e.get("busy")]
+    busy = _busy_summary({"numpy": {"1": one, str(cores): every}} | {
+        framework_name(e["framework"]): e.get("figures") or {} for e in fws.values()})
     peak1, lib1 = ceilings.best(one.get("gflops"), numpy_name, fws, "gflops_1")
     peak_all, lib_all = ceilings.best(every.get("gflops"), numpy_name, fws, "gflops_all")
     return {
@@ -122,7 +122,7 @@ def measure(env_by_fw: dict | None = None, say=print, n: int = MATMUL_N, copy_mb
         "numpy_gflops_all": every.get("gflops"), "numpy_figures": {"1": one, str(cores): every},
         "frameworks": fws, "cpu": cpu.identity(), "isa_caps": cpu.caps(), "isa_caps_inert": cpu.inert_caps(),
         "method": {"matmul": f"float32 {n}x{n} @ {n}x{n} (2n^3 FLOPs): numpy.matmul, best of "
-                             f"{idle.MIN_REPEATS} to {idle.MAX_REPEATS} after a warm-up (until the best two agree "
+                             f"{idle.MIN_REPEATS} to {idle.MAX_REPEATS} after a warm-up (until the best two agree, or {idle.BUDGET_S:.0f} s, "
                              f"within {idle.AGREE:.0%}), one child process per thread count "
                              f"({', '.join(THREAD_VARS)}) with every instruction-set cap removed; each "
                              "framework's own product in its environment as its runs see it (frameval/fw/gemm.py); "
@@ -132,9 +132,27 @@ def measure(env_by_fw: dict | None = None, say=print, n: int = MATMUL_N, copy_mb
                    "numpy": np.__version__, "blas": blas},
         "gpu": None,  # the same on the device with the framework's own product: not built yet
         "load_before": load, "load_measured": waited["load"], "waited_s": waited["waited_s"],
-        "busy": "; ".join(busy) or None, "load_after": idle.load(), "seconds": round(time.perf_counter() - t0, 2),
+        "busy": busy, "load_after": idle.load(), "seconds": round(time.perf_counter() - t0, 2),
         "measured": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
+
+
+def _busy_summary(figures: dict) -> str | None:
+    """One short line naming the figures not measured idle ({library: {threads:
+    figure}}), with the worst load and other processes' share among them; the
+    reasons figure by figure stay in the record. None: every figure idle."""
+    names, loads, others = [], [], []
+    for lib, figs in figures.items():
+        bad = sorted((n for n, f in figs.items() if f and f.get("busy")), key=int)
+        if bad:
+            names.append(f"{lib} ({', '.join(bad)} thread{'s' if bad != ['1'] else ''})")
+            loads += [f["load"][0] for f in figs.values() if f and f.get("busy") and f.get("load")]
+            others += [f["other_share"] for f in figs.values() if f and f.get("busy") and f.get("other_share") is not None]
+    if not names:
+        return None
+    how = ([f"load up to {max(loads):.2f}"] if loads else []) + (
+        [f"other processes up to {max(others) * 100:.0f}% of the CPU time"] if others else [])
+    return ", ".join(names) + (f" ({'; '.join(how)})" if how else "")
 
 
 def blas_name() -> str:

@@ -46,7 +46,8 @@ def _stops_at_first_agreement(f):
     """The loop's rule, checked on the repeats a figure recorded: it ran on
     exactly until its best two first agreed (or to the limit)."""
     t = f["times"]
-    first = next((i + 1 for i in range(idle.MIN_REPEATS - 1, len(t)) if idle._agree(t[:i + 1])), idle.MAX_REPEATS)
+    first = next((i + 1 for i in range(idle.MIN_REPEATS - 1, len(t))
+                  if idle._agree(t[:i + 1]) or sum(t[:i + 1]) > idle.BUDGET_S), idle.MAX_REPEATS)
     return f["repeats"] == len(t) == first
 
 
