@@ -37,7 +37,7 @@ def test_three_percent_apart_with_noisy_windows_is_within_noise():
     an = analyse(rows)
     iv = next(an.interval(w) for w in rows if an.interval(w))
     assert iv["verdict"] == "within_noise" and iv["lo"] < 1 < iv["hi"]
-    text = speed_findings("lenet", rows, Strings("en"))[0].text
+    text = speed_findings("lenet", rows, Strings("en"))[0].full
     assert "Within noise of it" in text and "Slower" not in text and "(1 run(s) each" not in text
 
 
@@ -97,7 +97,7 @@ def test_both_modes_rank_each_framework_at_its_faster_one():
     rows = _rows(_mode_result("torch", "graph", 10_000, 1.0, noise=0.0), _mode_result("torch", "eager", 6_000, 1.0, noise=0.0, seed=1),
                  _mode_result("tensorflow", "graph", 4_000, 1.0, noise=0.0, seed=2),
                  _mode_result("tensorflow", "eager", 5_000, 1.0, noise=0.0, seed=3))
-    text = speed_findings("lenet", rows, Strings("en"))[0].text
+    text = speed_findings("lenet", rows, Strings("en"))[0].full
     assert "the fastest is PyTorch graph" in text and "TensorFlow eager 2.00×" in text
     assert "PyTorch eager" not in text and "TensorFlow graph" not in text
     assert "ranked at their faster one (graph: PyTorch; eager: TensorFlow)" in text
@@ -117,7 +117,7 @@ def test_runs_of_two_sizes_are_ranked_apart_side_by_side():
     assert len(found) == 2
     assert found[0].text.startswith("LeNet-5 (MNIST classification) (640 samples/epoch, batch 64): the fastest is PyTorch graph")
     assert found[1].text.startswith("LeNet-5 (MNIST classification) (6,400 samples/epoch, batch 64): the fastest is TensorFlow graph")
-    assert all("2.00×" in f.text for f in found)
+    assert all("2.00×" in f.full for f in found)
     best = fastest_by_group(rows)
     assert len(best) == 2 and all(analyse(rows).interval(w) is None for w in best.values())
 
