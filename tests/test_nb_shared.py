@@ -32,9 +32,11 @@ def test_r2_and_rmse_against_hand_figures():
     assert quality.r2(true, np.full(4, true.mean())) == pytest.approx(0.0)
 
 
-class Windows:  # the two things forecast reads from nb.load_co2's result
-    def __init__(self, y_val, mean, std):
+class Windows:  # what forecast reads from nb.load_co2's result
+    def __init__(self, y_val, mean, std, x_val=None):
         self.y_val, self.mean, self.std = y_val, mean, std
+        # each window's last value one step behind the target: the persistence forecast
+        self.x_val = x_val if x_val is not None else np.asarray(y_val, np.float32)[:, None, :] - 0.5
 
     def to_units(self, y):
         return np.asarray(y, dtype=np.float64) * self.std + self.mean
@@ -54,7 +56,8 @@ def test_forecast_records_figures_in_ppm(tmp_path):
     assert figures["predict_ms"] == pytest.approx(2.0) and figures["load_ms"] == pytest.approx(250.0)
     assert figures["model_bytes"] == 1234
     r = rec.result
-    assert r["series"] == {"val_true": true_ppm, "val_pred": pred_ppm} and r["model_format"] == "test"
+    assert r["series"] == {"val_true": true_ppm, "val_pred": pred_ppm, "val_persistence": [397.0, 399.0, 401.0, 403.0]}
+    assert r["model_format"] == "test" and r["persistence_r2"] == pytest.approx(1 - 4.0 / 20.0)
     assert {k: r[k] for k in figures} == figures
 
 
@@ -148,3 +151,27 @@ def test_other_processes_share_is_measured_not_our_own(tmp_path):
         hog.wait()
     assert own["other_share"] < base + 0.25, (own, base)
     assert other["other_share"] > base + 0.6 / os.cpu_count() or other["other_share"] > 0.95, (other, base)
+
+
+@pytest.mark.fast
+def test_the_persistence_forecast_is_each_windows_last_value_in_ppm(tmp_path):
+    """The LSTM's naive baseline (issue #49): next = the window's last value, in the series' units,
+    so a reader can judge R² 0.93 against what no model at all reaches."""
+    import numpy as np
+    from frameval.nb import quality
+    from frameval.nb.data import Windows
+    x_val = np.array([[[0.0], [1.0]], [[1.0], [2.0]], [[2.0], [3.0]]], dtype=np.float32)
+    w = Windows(x_val, np.zeros((3, 1), np.float32), x_val, np.array([[2.0], [3.0], [4.5]], np.float32),
+                mean=300.0, std=2.0, source="t", sha256="t", n_points=5)
+    assert quality.persistence(w).tolist() == [302.0, 304.0, 306.0]
+
+    class Rec:
+        def set(self, **kv):
+            self.kv = kv
+    model = tmp_path / "m"
+    model.write_bytes(b"x")
+    rec = Rec()
+    quality.forecast(rec, w, np.array([2.0, 3.0, 4.0]), predict_s=0.1, model_path=model, load_s=0.01)
+    truth = [304.0, 306.0, 309.0]
+    assert rec.kv["series"]["val_persistence"] == [302.0, 304.0, 306.0] and rec.kv["series"]["val_true"] == truth
+    assert rec.kv["persistence_r2"] == pytest.approx(quality.r2(truth, [302.0, 304.0, 306.0]))

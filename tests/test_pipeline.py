@@ -95,6 +95,10 @@ def test_run_matches_spec(matrix, fw, wl, mode):
         for k in ("val_r2", "val_rmse", "predict_ms", "model_bytes", "load_ms"):
             assert isinstance(r[k], (int, float)) and math.isfinite(r[k]), k
         assert r["model_bytes"] > 0 and len(r["series"]["val_pred"]) == len(r["series"]["val_true"])
+        # the persistence baseline (next = the window's last value) beside the model's R² (#49)
+        from frameval.nb.quality import r2
+        assert len(r["series"]["val_persistence"]) == len(r["series"]["val_true"])
+        assert r["persistence_r2"] == pytest.approx(r2(r["series"]["val_true"], r["series"]["val_persistence"]), abs=1e-4)
 
 
 def test_pipeline_exit_and_report(matrix):
@@ -119,7 +123,12 @@ def test_report_figures_equal_results(matrix):
     md = (matrix["out"] / "report.md").read_text()
     for (fw, wl, mode), r in matrix["results"].items():
         if r["status"] == "ok":
-            assert fmt.seconds(r["steady_epoch_s"]) in md, (fw, wl, mode)
+            # the one estimator (#49): a steady epoch's samples over the run's samples/s
+            from frameval import speed
+            from frameval.report.model import run_rate
+            from frameval.result import Result
+            n = speed.epoch_samples(r["epochs"], (r.get("timing") or {}).get("windows"), (r.get("data") or {}).get("n_train"))
+            assert fmt.seconds(speed.epoch_seconds(n, run_rate(Result.from_dict(r)))) in md, (fw, wl, mode)
             assert fmt.integer(sum(r["param_counts"].values())) in md or fmt.integer(list(r["param_counts"].values())[0]) in md
 
 

@@ -425,7 +425,7 @@ def test_browser_renders_report(built, lang, tmp_path):
     assert not info["failed_loads"], info["failed_loads"]
     assert info["sort_works"] is True  # the inline script ran under the page's CSP
     assert info["phone_fits"] is True  # no sideways scrolling of the page at phone width
-    assert info["sections"][:3] == ["metadata", "summary", "environment"]
+    assert info["sections"][:3] == ["verdict", "metadata", "summary"]  # issue 49: the verdict first
     text = info["text"]
     if lang == "zh":
         assert len(CJK.findall(text)) > 500

@@ -149,8 +149,10 @@ def real(tmp_path_factory):
 
 
 def top(html):
-    """The alerts and the summary: what a reader sees first."""
-    return html[:html.index('<section id="environment"')]
+    """The alerts, the verdict and the summary: what a reader sees first (issue 49's order:
+    the environment now follows the results, so the top ends where the summary does)."""
+    start = html.index('<section id="summary"')
+    return html[:html.index("<section", start + 1)]
 
 
 def audit_row(html, key, workload="lenet"):

@@ -36,9 +36,18 @@ def forecast(rec, data, pred, *, predict_s: float, model_path, load_s: float, **
     model_format). Returns the headline figures, for the notebook to print."""
     pred = np.asarray(pred, dtype=np.float64).reshape(len(data.y_val), -1)[:, 0]
     pred_ppm, true_ppm = data.to_units(pred), data.to_units(data.y_val[:, 0])
+    # Persistence, the naive forecast (next = the window's last value): the R² a model must
+    # beat before its own R² means anything (issue #49). The same data in every framework.
+    last_ppm = persistence(data)
     figures = {"val_r2": val_r2(data, pred), "val_rmse": rmse(true_ppm, pred_ppm),
                "predict_ms": predict_s / len(pred_ppm) * 1e3, "model_bytes": Path(model_path).stat().st_size,
                "load_ms": load_s * 1e3}
-    rec.set(**figures, **extra,
-            series={"val_true": true_ppm.round(3).tolist(), "val_pred": pred_ppm.round(3).tolist()})
+    rec.set(**figures, **extra, persistence_r2=r2(true_ppm, last_ppm),
+            series={"val_true": true_ppm.round(3).tolist(), "val_pred": pred_ppm.round(3).tolist(),
+                    "val_persistence": last_ppm.round(3).tolist()})
     return figures
+
+
+def persistence(data) -> np.ndarray:
+    """Each validation window's last observed value in ppm: the persistence forecast."""
+    return data.to_units(np.asarray(data.x_val, dtype=np.float64)[:, -1, 0])

@@ -202,8 +202,8 @@ class Charts:
             fig.tight_layout()
             return self._save(fig, name)
 
-    def prediction(self, name, title, xlabel, ylabel, truth_label, truth, series):
-        """LSTM: validation truth and each run's prediction (ppm)."""
+    def prediction(self, name, title, xlabel, ylabel, truth_label, truth, series, baseline=None):
+        """LSTM: validation truth, the persistence baseline (label, values) and each run's prediction (ppm)."""
         if not truth or not series:
             return None
         with plt.rc_context(self.rc):
@@ -211,6 +211,9 @@ class Charts:
             ax = axes[0][0]
             xs = list(range(len(truth)))
             ax.plot(xs, [plottable(v) for v in truth], color="black", linewidth=2.0, label=truth_label)
+            if baseline:
+                ax.plot(list(range(len(baseline[1]))), [plottable(v) for v in baseline[1]], color="grey",
+                        linewidth=1.2, linestyle=":", label=baseline[0])
             for i, (label, fw, mode, ys) in enumerate(series):
                 ax.plot(list(range(len(ys))), [plottable(v) for v in ys], color=self.color(fw, i), linewidth=1.0,
                         linestyle="--" if mode == "eager" else "-", label=label, alpha=0.85)
