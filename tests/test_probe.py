@@ -68,7 +68,9 @@ def test_a_busy_machine_is_noticed(tmp_path):
     hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 1)]
     try:
         time.sleep(0.5)
-        got = probe._child(1, "matmul", 512)
+        # 2048: each product takes tens of ms, so the /proc/stat window (10 ms ticks) holds enough
+        # ticks to read the hogs' share; at 512 the whole figure took 10 ms and read 21% once in 4
+        got = probe._child(1, "matmul", 2048)
     finally:
         for h in hogs:
             h.kill()
