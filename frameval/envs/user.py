@@ -15,6 +15,7 @@ import subprocess
 from pathlib import Path
 
 from ..catalog import BY_KEY, framework_name
+from ..locks import file_lock
 from ..paths import envs_dir
 from .installers import EnvBuildError, failure_line, install_packages
 from .kernels import FRAMEWORK_KERNEL_ENV, kernel_extra, kernel_name, register_kernel
@@ -125,6 +126,21 @@ def user_env(framework: str, python, device: str = "cpu", echo=print, probe: dic
     spec = parse_spec(spec_path(framework, device))
     installed = []
     if info.get("missing"):
+        # Two frameworks on one interpreter (torch and JAX on a GPU box's python3) are prepared
+        # in parallel: one installs, the other waits and then finds nothing missing.
+        with file_lock(envs_dir() / f"user-{user_kernel_name(framework, exe)[-8:]}.install.lock"):
+            info.update(missing=probe_user_python(framework, str(exe)).get("missing"))
+            installed = _install_missing(framework, exe, device, spec, info, echo)
+    info.update(installed=installed, freeze=user_freeze(exe))
+    env = Env(spec=spec, prefix=Path(info["prefix"]), backend="user", python_path=exe,
+              kernel=user_kernel_name(framework, exe, device), user=info)
+    register_kernel(env, env.kernel, f"frameval · {framework_name(framework)} (your {exe})",
+                    kernel_extra(framework, device))
+    return env
+
+
+def _install_missing(framework, exe, device, spec, info, echo) -> list:
+    if info.get("missing"):
         # each with the spec's own constraint where it has one (numpy<2 for MindSpore ...)
         lines = [next((ln for ln in spec.pip if re.match(rf"{m}\s*($|[=<>!~\[;])", ln)), m) for m in info["missing"]]
         kname = user_kernel_name(framework, exe, device)
@@ -138,10 +154,5 @@ def user_env(framework: str, python, device: str = "cpu", echo=print, probe: dic
                 raise EnvBuildError(f"{exe}: installing {', '.join(lines)} failed ({e}{': ' + why if why else ''}); "
                                     f"log: {log_path}") from None
         echo(f"installed {', '.join(lines)} into {info['prefix']} with {how} (needed by the kernel)")
-        installed = lines
-    info.update(installed=installed, freeze=user_freeze(exe))
-    env = Env(spec=spec, prefix=Path(info["prefix"]), backend="user", python_path=exe,
-              kernel=user_kernel_name(framework, exe, device), user=info)
-    register_kernel(env, env.kernel, f"frameval · {framework_name(framework)} (your {exe})",
-                    kernel_extra(framework, device))
-    return env
+        return lines
+    return []
