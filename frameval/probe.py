@@ -141,17 +141,21 @@ def _busy_summary(figures: dict) -> str | None:
     """One short line naming the figures not measured idle ({library: {threads:
     figure}}), with the worst load and other processes' share among them; the
     reasons figure by figure stay in the record. None: every figure idle."""
-    names, loads, others = [], [], []
+    names, loads, others, spreads = [], [], [], []
     for lib, figs in figures.items():
         bad = sorted((n for n, f in figs.items() if f and f.get("busy")), key=int)
         if bad:
             names.append(f"{lib} ({', '.join(bad)} thread{'s' if bad != ['1'] else ''})")
-            loads += [f["load"][0] for f in figs.values() if f and f.get("busy") and f.get("load")]
-            others += [f["other_share"] for f in figs.values() if f and f.get("busy") and f.get("other_share") is not None]
+            busy = [f for f in figs.values() if f and f.get("busy")]
+            loads += [f["load"][0] for f in busy if f.get("load")]
+            others += [f["other_share"] for f in busy if f.get("other_share") is not None]
+            spreads += [f["spread"] for f in busy if f.get("spread") is not None]
     if not names:
         return None
+    # the spread too: a figure whose repeats disagree is flagged even where the load looks idle
     how = ([f"load up to {max(loads):.2f}"] if loads else []) + (
-        [f"other processes up to {max(others) * 100:.0f}% of the CPU time"] if others else [])
+        [f"other processes up to {max(others) * 100:.0f}% of the CPU time"] if others else []) + (
+        [f"repeat spread up to {max(spreads) * 100:.0f}%"] if spreads and max(spreads) > idle.NOISY_SPREAD else [])
     return ", ".join(names) + (f" ({'; '.join(how)})" if how else "")
 
 

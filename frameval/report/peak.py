@@ -219,15 +219,14 @@ def peak_findings(wl, wrows, S, an) -> list:
     text = S("finding_peak", workload=wl_name(S, wl), run=best.label, gflops=fmt.sig(p.gflops),
              share=fmt.sig(p.peak_share * 100, 2), peak=fmt.sig(p.peak),
              own=fmt.sig(p.ceiling_share * 100, 2) if p.ceiling_share is not None else fmt.NA)
-    gaps = gap_items(wrows, S, an)
-    if gaps:
-        text += " " + S("finding_gaps", items=S.join(gaps))
+    # one claim a line: where each slower run loses, and the overhead bound, are its sub-points
+    details = list(gap_items(wrows, S, an))
     bound = overhead_bound(wrows, an)
     if bound:
         items = S.join(S("overhead_item", run=g["label"], lo=fmt.sig(a * 100, 2), hi=fmt.sig(b * 100, 2),
                          b0=fmt.integer(g["points"][0][0]), b1=fmt.integer(g["points"][-1][0])) for g, a, b in bound)
-        text += " " + S("finding_overhead", items=items, n=len(bound), of=len(batch_series(wrows)))
-    return out + [Finding(kind="speed", text=text, anchor=f"wl-{wl}")]
+        details.append(S("finding_overhead", items=items, n=len(bound), of=len(batch_series(wrows))))
+    return out + [Finding(kind="speed", text=text, details=tuple(details), anchor=f"wl-{wl}")]
 
 
 def _over_items(w, p: Peak, S) -> str:

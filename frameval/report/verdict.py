@@ -21,7 +21,7 @@ def _column(table, title):
 
 
 def _all_na(table, i) -> bool:
-    return all(r[i].get("cls") == "na" or r[i].get("t") in ("n/a", "—", "") for r in table["rows"] if i < len(r))
+    return all(_na(r[i]) for r in table["rows"] if i < len(r))
 
 
 def verdict_table(wl, wrows, table, target, S) -> dict | None:
@@ -47,5 +47,12 @@ def verdict_table(wl, wrows, table, target, S) -> dict | None:
         w = by_id.get(rid)
         line.append(check_cell(w.result.check, S, w.check_failed) if w is not None else cell("—", None, "na"))
         body.append(line)
-    return {"id": f"table-verdict-{wl}", "headers": heads, "rows": body, "sortable": True,
+    # a column n/a in every row says nothing (the DCGAN's time to target where it has no target)
+    keep = [j for j in range(len(heads)) if not all(_na(r[j]) for r in body)]
+    return {"id": f"table-verdict-{wl}", "headers": [heads[j] for j in keep],
+            "rows": [[r[j] for j in keep] for r in body], "sortable": True,
             "row_ids": list(table.get("row_ids") or [])}
+
+
+def _na(c) -> bool:
+    return c.get("cls") == "na" or c.get("t") in ("n/a", "—", "")
