@@ -60,7 +60,8 @@ def test_switches_are_read_set_and_restored_in_the_real_framework(fw):
         assert out["lowered_while_strict"] == []               # full float32 inside the check
     assert out["cpu_changes"] == []                            # on the CPU the check touches nothing
     assert out["mode_cpu"]["effective"] == "float32"
-    assert out["mode_gpu_override"]["effective"].startswith("float32")
+    if fw != "jax":
+        assert out["mode_gpu_override"]["effective"].startswith("float32")
     if fw == "torch":  # cuDNN's TF32 is on by default: the very switch that failed the H100's DCGAN check
         assert out["before"]["torch.backends.cudnn.allow_tf32"] is True
         assert out["changed"] == ["torch.backends.cudnn.allow_tf32"]
@@ -69,6 +70,8 @@ def test_switches_are_read_set_and_restored_in_the_real_framework(fw):
         assert out["before"] == {"jax_default_matmul_precision": "default"}
         assert out["mode_gpu"]["effective"] == "below float32 allowed: jax_default_matmul_precision"
         assert out["strict"] == {"jax_default_matmul_precision": "highest"}
+        # NVIDIA_TF32_OVERRIDE=0 does not reach XLA's own kernels (the H100, 2026-11-27)
+        assert out["mode_gpu_override"]["effective"] == "below float32 allowed: jax_default_matmul_precision"
     if fw == "tensorflow":
         assert out["changed"] == ["tf.config.experimental.tensor_float_32_execution_enabled()"]
     if fw in ("megengine", "mxnet"):
