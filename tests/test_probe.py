@@ -123,3 +123,22 @@ def test_a_cap_is_listed_only_where_its_library_can_run(tmp_path, monkeypatch):
     if here == "x86_64":
         m = probe.record(tmp_path, lambda _: None, n=64, copy_mb=1, wait_s=0)
         assert "NVPL_BLAS_DEBUG_CPU_TYPE" not in m["isa_caps"] and m["isa_caps_inert"]["NVPL_BLAS_DEBUG_CPU_TYPE"] == "1"
+
+
+@pytest.mark.fast
+def test_a_decaying_load_average_is_not_taken_for_work_now():
+    """Right after a command's own runs the 1-minute load average still reads busy on
+    an idle machine: the CPU's share over half a second decides (every command of
+    the suite waited 20 s for the load average before). Real processes, no stand-ins."""
+    high = [9.0, 9.0, 9.0]
+    assert idle.busy_now([0.0, 0.0, 0.0]) is False  # an idle load average: no look needed
+    assert idle.busy_now(high) is False  # this test process sleeps; nothing else runs in the suite now
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 1)]
+    try:
+        time.sleep(0.3)
+        share = idle.busy_share_now()
+        assert share is not None and share > idle.BUSY_OTHER_SHARE, share
+        assert idle.busy_now(high) is True
+    finally:
+        for h in hogs:
+            h.kill()
