@@ -84,6 +84,28 @@ def compile_step(step, mode):
     return torch.compile(step) if mode == "graph" else step
 
 
+def compile_eval(module, mode):
+    """LeNet's evaluation forward, compiled in graph mode with its batch dimension
+    dynamic from the first call. The check calls it at the training batch size,
+    evaluation at 1,000: compiled for the check's static shape alone, the first
+    evaluation recompiled it with a dynamic batch (dynamo's automatic dynamic
+    shapes) inside epoch 1's evaluation (3.9 s on 2 cores). Marked dynamic up
+    front, the one compile is the check's. Not used for the LSTM's prediction:
+    its window view has stride 0 on the feature axis (a recompile anyway), and
+    with the batch marked dynamic from the check its prediction ran slower
+    (eval points 1.2 s against under 0.3 s, busy machine); its timed
+    prediction (predict_ms) keeps the graph it had. The training step is not
+    touched: its compile stays cold in every run."""
+    if mode != "graph":
+        return module
+    compiled = torch.compile(module)
+
+    def forward(x):
+        torch._dynamo.maybe_mark_dynamic(x, 0)
+        return compiled(x)
+    return forward
+
+
 class Dropout(torch.nn.Module):
     """Inverted dropout whose rate is a tensor (a non-persistent buffer). The
     check turns dropout off (rate 0: every uniform draw is >= 0, an exact
