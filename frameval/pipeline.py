@@ -263,7 +263,9 @@ class Pipeline:
 
     def executed_results(self) -> list:
         """The result dicts this command executed (not reused), for the last line's breakdown."""
-        rs = (results.read_result(f) for f in (self.out / files.RUNS).glob(f"*/*/{files.RESULT}"))
+        runs = self.out / files.RUNS  # a seed's run is a run of its own (seed-<n>/ beside seed 0's)
+        rs = (results.read_result(f) for pattern in (f"*/*/{files.RESULT}", f"*/*/seed-*/{files.RESULT}")
+              for f in runs.glob(pattern))
         return [r for r in rs if not r.get("reused")]
 
     def intact(self) -> str:

@@ -32,6 +32,11 @@ def verdict_table(wl, wrows, table, target, S) -> dict | None:
     ttt = (target or {}).get("table") or {}
     t_col = _column(ttt, S("col_ttt_algoperf")) if ttt.get("rows") and not ttt.get("error") else None
     src = [("c", i) for i in (_column(table, S(k)) for k in KEEP) if i is not None]
+    # the run's status where any is more than "ok" (a busy machine, noisy windows, a substitute
+    # scope): a verdict read alone must not hide that its figures were taken beside other work
+    st = _column(table, S("col_status"))
+    if st is not None and any(r[st].get("cls") in ("warn", "flag") for r in table["rows"] if st < len(r)):
+        src.insert(2, ("c", st))
     src += [("t", t_col)] if t_col is not None else []
     src += [("c", i) for i in (_column(table, q[0]) for q in qcols) if i is not None]
     src += [("c", i) for i in (_column(table, S(k)) for k in MEMORY) if i is not None and not _all_na(table, i)]
