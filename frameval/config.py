@@ -62,6 +62,7 @@ class RunConfig:
     env_backend: str = "auto"
     pythons: list = field(default_factory=list)
     offline: str = ""       # --offline BUNDLE: every environment from the bundle (frameval/bundle/)
+    probe_from: str = ""    # --probe-from FILE: an earlier probe's machine.json, checked to be this CPU's
     behaviour: bool = False  # --behaviour: tensor behaviour against NumPy and error messages (frameval/behaviour.py)
     executor: str = "local"
     slurm: SlurmConfig = field(default_factory=SlurmConfig)
@@ -69,6 +70,7 @@ class RunConfig:
     runs: list = field(default_factory=list)
     user_pythons: dict = field(default_factory=dict)
     user_probes: dict = field(default_factory=dict)
+    probe_machine: dict = field(default_factory=dict)  # --probe-from's figures
     validated: bool = False
     prepared: bool = False
 
@@ -158,6 +160,9 @@ class RunConfig:
         elif not self.timeout > 0:  # nan too
             raise BadInput(f"--timeout {self.timeout:g}: must be positive")
         check_threshold(self.threshold)
+        if self.probe_from:
+            from . import probe
+            self.probe_machine = probe.reusable(self.probe_from)
 
     def _check_out_path(self) -> None:
         # A run's caches live in its folder, and Paddle's dy2static reads its call

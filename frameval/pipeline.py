@@ -253,7 +253,10 @@ class Pipeline:
             cpu_envs = {k: e for k, e in env_by_fw.items() if isinstance(e, envs.Env)} \
                 if self.config.device == "cpu" else None  # the GPU's ceilings are the GPU issue's
             with self.clock("probe"):
-                probe.record(self.out, self.say, cpu_envs)
+                if self.config.probe_from:  # validated with the options: this CPU's, under these caps
+                    probe.reuse(self.out, self.config.probe_machine, self.say)
+                else:
+                    probe.record(self.out, self.say, cpu_envs)
         if self.config.behaviour:  # cached per environment: a rerun adds nothing
             behaviour.record(self.out, self.say, {k: e for k, e in env_by_fw.items() if isinstance(e, envs.Env)})
         with self.clock("runs"):

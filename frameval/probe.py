@@ -36,6 +36,8 @@ from . import ceilings, cpu, files, idle
 from .catalog import framework_name
 
 MACHINE = "machine.json"  # <out>/machine.json
+# --probe-from's default: many commands in a row (a sweep, the test suite) take one probe's figures
+PROBE_FROM_VAR = "FRAMEVAL_PROBE_FROM"
 MATMUL_N = 2048           # 17 GFLOP a product: ~0.1-0.2 s on one core of this machine, near BLAS's peak
 COPY_MB = 128             # well beyond any cache
 REPEATS = 5  # the copy's best of 5; the products repeat until they agree (idle.best_time)
@@ -182,6 +184,34 @@ def record(out, say=print, env_by_fw: dict | None = None, **sizes) -> dict:
         f"copy {fmt(m['bandwidth_gbs'], 'GB/s')} (the probe took {m['seconds']:.1f} s; load {m['load_before']})"
         + (f"; NOT IDLE, no share or diagnosis will be built on: {m['busy']}" if m["busy"] else "")
         + (f"; measured without the caps set here ({caps}), which the runs keep" if caps else ""))
+    return m
+
+
+def reusable(source) -> dict:
+    """The figures of an earlier probe (a machine.json, or a folder holding one)
+    for this machine's runs: BadInput (one line) where there is none, or it was
+    measured on another CPU or under other instruction-set caps."""
+    from .exits import BadInput
+    path = Path(source).expanduser()
+    path = path / MACHINE if path.is_dir() else path
+    try:
+        m = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise BadInput(f"--probe-from {source}: no machine.json can be read there ({type(e).__name__})") from None
+    if not isinstance(m, dict) or "peak_gflops_all" not in m:
+        raise BadInput(f"--probe-from {source}: not a machine.json written by frameval's probe")
+    if m.get("cpu") != cpu.identity() or m.get("isa_caps") != cpu.caps():
+        raise BadInput(f"--probe-from {source}: measured on another CPU or under other instruction-set caps "
+                       f"({(m.get('cpu') or {}).get('model', '?')}); measure here instead (leave it out)")
+    return dict(m, reused_from=str(path.resolve()))
+
+
+def reuse(out, m: dict, say=print) -> dict:
+    """Write an earlier probe's figures (`reusable`) as `<out>/machine.json`, a line said."""
+    files.atomic_write_json(Path(out) / MACHINE, m)
+    busy = f"; NOT IDLE then: {m['busy']}" if m.get("busy") else ""
+    say(f"frameval: this machine's peak, reused from {m['reused_from']} (measured {m.get('measured', '?')}): "
+        f"{m.get('peak_gflops_all') or 'n/a'} GFLOP/s on {m.get('threads_all')} threads{busy}")
     return m
 
 

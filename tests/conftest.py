@@ -1,6 +1,7 @@
 """Shared fixtures. The suite runs inside the runner environment
 (`python3 run_all.py test`), which builds it first."""
 import json
+import os
 import subprocess
 import sys
 import time
@@ -68,6 +69,34 @@ def bare_python() -> str:
     pytest.skip("no Python outside the runner environment on this machine")
 
 
+# ------------------------------------------------------------------ the suite on every core
+# `run_all.py test` runs the tests not marked `idle` on pytest-xdist's workers
+# with --dist loadgroup (frameval/commands/test.py). A group goes to one worker
+# whole: each file is a group, so its module fixtures are built once, and every
+# file that uses the 42-run `matrix` is one group, so the matrix is built once.
+# Each worker collects the same order, longest group first (tests/budget.py's
+# seconds): the matrix starts at once and the short files fill in around it.
+MATRIX_GROUP = "matrix"
+
+
+def test_group(item, matrix_files) -> str:
+    return MATRIX_GROUP if item.path.name in matrix_files else item.path.name
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
+def pytest_collection_modifyitems(config, items):
+    from tests import budget
+    matrix_files = {it.path.name for it in items if "matrix" in getattr(it, "fixturenames", ())}
+    cost = {}
+    for it in items:
+        g = test_group(it, matrix_files)
+        it.add_marker(pytest.mark.xdist_group(g))
+        cost.setdefault(g, set()).add(it.path.name)
+    seconds = {g: sum(budget.FILES.get(f, (0, 0))[1] for f in fs) for g, fs in cost.items()}
+    if hasattr(config, "workerinput"):  # a worker: the longest groups first (a stable sort keeps a file's order)
+        items.sort(key=lambda it: -seconds[test_group(it, matrix_files)])
+
+
 # ------------------------------------------------------------------ the suite's time (tests/budget.py)
 _SUITE = {"start": None, "tests": {}, "files": {}}
 
@@ -106,6 +135,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         tr.write_line(f"  {s:7.1f} s  {nodeid}")
     out = REPO / ".frameval" / "test-output"
     out.mkdir(parents=True, exist_ok=True)
-    (out / "durations.json").write_text(json.dumps(
+    # one file per pass of `run_all.py test` (the command merges them into durations.json)
+    name = f"durations-{os.environ['FRAMEVAL_TEST_PASS']}.json" if os.environ.get("FRAMEVAL_TEST_PASS") else "durations.json"
+    (out / name).write_text(json.dumps(
         {"total_s": round(total, 1), "load": load, "files": {f: round(s, 1) for f, s in sorted(_SUITE["files"].items())},
          "tests": {k: round(v, 2) for k, v in sorted(_SUITE["tests"].items(), key=lambda kv: -kv[1])}}, indent=1))

@@ -123,3 +123,25 @@ def test_no_run_folder_holds_a_comma():
     runs = build_plan("all", "all", "both", "cpu", "quick", ["batch_size=32,64", "threads=1,2", "lr=0.001,0.002"])
     assert len(runs) == 7 * 3 * 2 * 8 and not any("," in r.name for r in runs)
     assert files.params_tag({"threads": 1, "batch_size": 16, "lr": 0.002}) == "batch_size=16+lr=0.002+threads=1"
+
+
+@pytest.mark.fast
+def test_probe_from_must_be_this_cpus_machine_json(tmp_path):
+    """--probe-from (FRAMEVAL_PROBE_FROM): a missing file, a file that is not a
+    probe's, and a probe of another CPU are each one line, before anything runs."""
+    from frameval import cpu
+    with pytest.raises(BadInput, match=r"--probe-from .*nothing: no machine.json can be read there"):
+        RunConfig(probe_from=str(tmp_path / "nothing"), dry_run=True)
+    (tmp_path / "machine.json").write_text(json.dumps({"hello": 1}))
+    with pytest.raises(BadInput, match="not a machine.json written by frameval's probe"):
+        RunConfig(probe_from=str(tmp_path), dry_run=True)
+    other = {"peak_gflops_all": 100.0, "cpu": dict(cpu.identity(), model="another CPU"), "isa_caps": cpu.caps()}
+    (tmp_path / "machine.json").write_text(json.dumps(other))
+    with pytest.raises(BadInput, match=r"measured on another CPU .*\(another CPU\)"):
+        RunConfig(probe_from=str(tmp_path / "machine.json"), dry_run=True)
+    here = dict(other, cpu=cpu.identity())
+    (tmp_path / "machine.json").write_text(json.dumps(here))
+    c = RunConfig(probe_from=str(tmp_path), dry_run=True)
+    assert c.probe_machine["reused_from"] == str((tmp_path / "machine.json").resolve())
+    p = run_all("--probe-from", str(tmp_path / "nothing"), "--dry-run")
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "--probe-from" in p.stderr, p.stderr

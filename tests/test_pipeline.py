@@ -118,6 +118,25 @@ def test_pipeline_exit_and_report(matrix):
     assert not re.search(r'src="https?://|<link[^>]+href="https?://|@import', html), "report.html is not self-contained"
 
 
+def test_the_probe_is_measured_or_reused_as_asked(matrix):
+    """Under `run_all.py test` every command takes the suite's one probe
+    (FRAMEVAL_PROBE_FROM), and says so in its log, machine.json and report;
+    run alone, the matrix measures its own."""
+    import os
+    from pathlib import Path
+    from frameval.probe import PROBE_FROM_VAR
+    machine = json.loads((matrix["out"] / "machine.json").read_text())
+    md = (matrix["out"] / "report.md").read_text()
+    if os.environ.get(PROBE_FROM_VAR):
+        src = str(Path(os.environ[PROBE_FROM_VAR]).resolve())
+        assert machine["reused_from"] == src and f"this machine's peak, reused from {src}" in matrix["proc"].stdout
+        assert f"taken from an earlier probe on this CPU ({src}, --probe-from)" in md
+        assert machine["peak_gflops_all"] == json.loads(Path(src).read_text())["peak_gflops_all"]
+    else:
+        assert "reused_from" not in machine and "the probe took" in matrix["proc"].stdout
+        assert "taken from an earlier probe" not in md
+
+
 def test_report_figures_equal_results(matrix):
     from frameval.report import fmt
     md = (matrix["out"] / "report.md").read_text()

@@ -51,6 +51,7 @@ def _stops_at_first_agreement(f):
     return f["repeats"] == len(t) == first
 
 
+@pytest.mark.idle
 def test_a_real_probe_records_its_load_spread_and_time_and_stops_early(tmp_path):
     lines = []
     m = probe.record(tmp_path, lines.append, n=256, copy_mb=8, wait_s=2)
@@ -126,6 +127,7 @@ def test_a_cap_is_listed_only_where_its_library_can_run(tmp_path, monkeypatch):
 
 
 @pytest.mark.fast
+@pytest.mark.idle
 def test_a_decaying_load_average_is_not_taken_for_work_now():
     """Right after a command's own runs the 1-minute load average still reads busy on
     an idle machine: the CPU's share over half a second decides (every command of

@@ -14,6 +14,7 @@ from ..config import RunConfig
 from ..executors import slurm_config
 from ..exits import BadInput, fail
 from ..paths import REPO, handoff_dir
+from ..probe import PROBE_FROM_VAR
 
 # The re-executed runner gets the prepared config's file, after this marker.
 VALIDATED = "--validated-config"
@@ -92,6 +93,7 @@ def parser() -> argparse.ArgumentParser:
     _environment_options(p)
     _sweep_options(p)
     _behaviour_option(p)
+    _probe_option(p)
     slurm_config.add_options(p.add_argument_group("Slurm (--executor slurm; docs/slurm.md)"))
     return p
 
@@ -115,6 +117,13 @@ def _environment_options(p) -> None:
     p.add_argument("--offline", default="", metavar="BUNDLE",
                    help="a machine with no network: build every environment from BUNDLE (made by `run_all.py "
                         "bundle`) alone, its hashes checked first, and take its data caches (docs/offline.md)")
+
+
+def _probe_option(p) -> None:
+    p.add_argument("--probe-from", default=os.environ.get(PROBE_FROM_VAR, ""), metavar="FILE",
+                   help="take this machine's peak and each framework's GEMM from FILE (a machine.json, or a report "
+                        "folder holding one) measured on this CPU, instead of measuring them again: for many "
+                        "commands in a row, such as a sweep or the test suite (default $" + PROBE_FROM_VAR + ")")
 
 
 def _behaviour_option(p) -> None:

@@ -208,6 +208,11 @@ def compile_lock(spec: EnvSpec, log) -> str:
     with tempfile.TemporaryDirectory(prefix="frameval-lock-") as d:
         req, out = Path(d) / "requirements.in", Path(d) / "lock.txt"
         req.write_text("\n".join(spec.pip) + "\n")
+        # uv keeps the versions already in an output file where the spec still allows them:
+        # adding one package to a spec locks that package, not a newer everything
+        old = read_lock(lock_path(spec.path))
+        if old is not None and old.meta.get("state") == MADE and old.body.strip():
+            out.write_text(old.body)
         run_logged([uv, "pip", "compile", "--generate-hashes", "--emit-index-annotation", "--no-header",
                     "--python-version", spec.python, "--python-platform", PLATFORM, *args, "--quiet",
                     req, "-o", out], log, env=dict(os.environ, **env), what="uv pip compile")

@@ -148,6 +148,8 @@ def peak_text(by_source, S) -> list:
                      lib=m.get("peak_library_all") or f"numpy ({meth.get('blas', '?')})",
                      load=", ".join(str(x) for x in m.get("load_before") or []) or fmt.NA,
                      method=meth.get("matmul", "?"), copy=meth.get("copy", "?"), when=m.get("measured", "?")))
+        if m.get("reused_from"):
+            out.append(S("peak_reused", path=m["reused_from"]))
         if busy(m):
             out.append(S("peak_busy", items=m["busy"], load=", ".join(str(x) for x in m.get("load_before") or [])
                          or fmt.NA, threads=m.get("threads_all", "?")))
