@@ -71,30 +71,52 @@ def bare_python() -> str:
 
 # ------------------------------------------------------------------ the suite on every core
 # `run_all.py test` runs the tests not marked `idle` on pytest-xdist's workers
-# with --dist loadgroup (frameval/commands/test.py). A group goes to one worker
-# whole: each file is a group, so its module fixtures are built once, and every
-# file that uses the 42-run `matrix` is one group, so the matrix is built once.
-# Each worker collects the same order, longest group first (tests/budget.py's
-# seconds): the matrix starts at once and the short files fill in around it.
+# (frameval/commands/test.py). A group goes to one worker whole: each file is a
+# group, so its module fixtures are built once, and every file that uses the
+# 42-run `matrix` is one group, so the matrix is built once. Each worker
+# collects the same order, longest group first (tests/budget.py's seconds), so
+# the matrix starts at once and the short files fill in around it.
+# xdist's own `xdist_group` mark does not group under pytest 9 (it renames
+# `item._nodeid`, which pytest 9 no longer reads), so the workers write each
+# test's group to the file SUITE_GROUPS names and the controller's scheduler
+# reads it from there.
 MATRIX_GROUP = "matrix"
+SUITE_GROUPS = "FRAMEVAL_SUITE_GROUPS"
 
 
 def test_group(item, matrix_files) -> str:
     return MATRIX_GROUP if item.path.name in matrix_files else item.path.name
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(config, items):
     from tests import budget
     matrix_files = {it.path.name for it in items if "matrix" in getattr(it, "fixturenames", ())}
-    cost = {}
-    for it in items:
-        g = test_group(it, matrix_files)
-        it.add_marker(pytest.mark.xdist_group(g))
-        cost.setdefault(g, set()).add(it.path.name)
-    seconds = {g: sum(budget.FILES.get(f, (0, 0))[1] for f in fs) for g, fs in cost.items()}
+    groups = {it.nodeid: test_group(it, matrix_files) for it in items}
+    files_of = {}
+    for g, it in zip(groups.values(), items):
+        files_of.setdefault(g, set()).add(it.path.name)
+    seconds = {g: sum(budget.FILES.get(f, (0, 0))[1] for f in fs) for g, fs in files_of.items()}
     if hasattr(config, "workerinput"):  # a worker: the longest groups first (a stable sort keeps a file's order)
-        items.sort(key=lambda it: -seconds[test_group(it, matrix_files)])
+        items.sort(key=lambda it: -seconds[groups[it.nodeid]])
+        if os.environ.get(SUITE_GROUPS):
+            from frameval import files
+            files.atomic_write_json(Path(os.environ[SUITE_GROUPS]), groups)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """--dist loadgroup: xdist's scope scheduler with this suite's groups (above)."""
+    if config.getvalue("dist") != "loadgroup" or not os.environ.get(SUITE_GROUPS):
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SuiteGroups(LoadScopeScheduling):
+        groups = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self.groups is None:  # written by every worker during collection, before any scheduling
+                self.groups = json.loads(Path(os.environ[SUITE_GROUPS]).read_text())
+            return self.groups.get(nodeid) or nodeid.split("::", 1)[0]
+    return SuiteGroups(config, log)
 
 
 # ------------------------------------------------------------------ the suite's time (tests/budget.py)

@@ -95,7 +95,9 @@ def whole_suite(env: dict, backend: str) -> int:
     codes = []
     for name, opts in passes:
         t = time.time()
-        p = subprocess.run([sys.executable, "-m", "pytest", *opts, "tests"], env=dict(env, FRAMEVAL_TEST_PASS=name))
+        # the workers write each test's group there; the scheduler reads it (tests/conftest.py)
+        p = subprocess.run([sys.executable, "-m", "pytest", *opts, "tests"],
+                           env=dict(env, FRAMEVAL_TEST_PASS=name, FRAMEVAL_SUITE_GROUPS=str(TEST_TMP / "groups.json")))
         took[name] = time.time() - t
         codes.append(0 if p.returncode == 5 and name == "idle" else p.returncode)  # 5: no test marked idle
     total = time.time() - t0
