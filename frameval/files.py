@@ -92,6 +92,17 @@ def replacing(path, keep_suffix: bool = False):
         raise
 
 
+def sha256_file(path) -> str:
+    """A file's SHA-256, read a megabyte at a time (a wheel can be gigabytes): the
+    one file hash of provenance, bundle manifests and the lab's notebook copies."""
+    import hashlib
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
 def atomic_write(path, data, fsync: bool = False) -> Path:
     """Write text (utf-8) or bytes to `path` atomically. `fsync` also flushes it
     to disk first (results, which must survive a machine that goes down)."""

@@ -14,7 +14,6 @@ report links), so the executed notebook sits with its run.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import shlex
@@ -34,10 +33,6 @@ def report_command(hand: Path | None = None) -> str:
 
 
 # ------------------------------------------------------------------ the working copy
-def _sha(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def _copy(src: Path, dst: Path):
     files.atomic_copy(src, dst)
 
@@ -60,13 +55,13 @@ def sync_notebooks(src: Path | None = None, dst: Path | None = None, echo=print)
         if ".ipynb_checkpoints" in f.parts:
             continue
         rel = f.relative_to(src).as_posix()
-        mine, repo = dst / rel, _sha(f)
+        mine, repo = dst / rel, files.sha256_file(f)
         if not mine.exists():
             _copy(f, mine)
             copied[rel] = repo
             new.append(rel)
             continue
-        have = _sha(mine)
+        have = files.sha256_file(mine)
         if have == repo:
             copied[rel] = repo
         elif copied.get(rel) == have:      # untouched since it was copied: the repository moved on

@@ -16,6 +16,17 @@ from pathlib import Path
 APP = "frameval"
 # The clone this module runs from: its notebooks/, envs/, templates/, defects/.
 REPO = Path(__file__).resolve().parent.parent
+NOTEBOOKS = "notebooks"  # <clone>/notebooks/<framework>/<workload>.ipynb
+
+
+def notebook_rel(framework: str, workload: str) -> str:
+    """A notebook as the repository names it: notebooks/<framework>/<workload>.ipynb."""
+    return f"{NOTEBOOKS}/{framework}/{workload}.ipynb"
+
+
+def notebook_path(framework: str, workload: str, repo=REPO) -> Path:
+    """A notebook's file in the clone `repo` (this one by default)."""
+    return Path(repo) / notebook_rel(framework, workload)
 
 
 def user_cache_dir() -> Path:

@@ -15,11 +15,10 @@ from pathlib import Path
 from . import notebook as nbfile
 from . import files, versions
 from .envs.spec import PinError, key as framework_key
-from .paths import REPO
+from .paths import REPO, notebook_path
 from .catalog import (APIS, BY_KEY, HIGH_API_NOTEBOOKS, WORKLOAD_PARAMS, DEVICES, FRAMEWORKS, OPT_IN_FRAMEWORKS, MODES, PRECISIONS,
                       PROFILE_FRAMEWORK_OVERRIDES, PROFILES, WORKLOADS, canonical_framework)
 
-NOTEBOOKS = REPO / "notebooks"
 # Set by the runner from its own options, not with -p.
 RESERVED = {"mode": "--mode", "device": "--device", "out_dir": "--out"}
 # Value ranges the notebooks rely on.
@@ -99,10 +98,6 @@ class Run:
     def replicate(self) -> str:
         """" seed 3 repeat 2", " repeat 2", " seed 3" or "": which replicate of its run this is."""
         return ("" if self.seed is None else f" seed {self.seed}") + ("" if self.repeat == 1 else f" repeat {self.repeat}")
-
-
-def notebook_path(framework: str, workload: str) -> Path:
-    return NOTEBOOKS / framework / f"{workload}.ipynb"
 
 
 def split_list(value: str, allowed, what: str, aliases=None, opt_in=()) -> list:

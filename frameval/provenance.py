@@ -106,14 +106,6 @@ def _rel(p) -> str:
         return str(p)
 
 
-def sha256_file(path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def data_files(paths: dict) -> dict:
     """{name: file, its SHA-256, and the arrays' own hash its .json records} of each data cache used."""
     out = {}
@@ -123,7 +115,7 @@ def data_files(paths: dict) -> dict:
             meta = json.loads(p.with_suffix(".json").read_text())
         except (OSError, ValueError):
             meta = {}
-        out[name] = {"file": p.name, "sha256": sha256_file(p) if p.is_file() else None,
+        out[name] = {"file": p.name, "sha256": files.sha256_file(p) if p.is_file() else None,
                      "content_sha256": meta.get("sha256"), "source": meta.get("source")}
     return out
 

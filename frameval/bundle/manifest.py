@@ -9,12 +9,13 @@ runner environment exists.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import platform
 import re
 from pathlib import Path
+
+from ..files import sha256_file
 
 NAME = "manifest.json"
 FORMAT = 1
@@ -26,17 +27,9 @@ class BundleError(ValueError):
     """A bundle that cannot be used; the message is one line naming it."""
 
 
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def file_entries(root: Path, rels) -> dict:
     """{relative path: {sha256, bytes}} of the files a manifest lists."""
-    return {r: {"sha256": sha256(root / r), "bytes": (root / r).stat().st_size} for r in sorted(rels)}
+    return {r: {"sha256": sha256_file(root / r), "bytes": (root / r).stat().st_size} for r in sorted(rels)}
 
 
 def machine_platform() -> str:
@@ -110,7 +103,7 @@ def check_files(bundle: Path, manifest: dict) -> None:
         path = Path(bundle) / rel
         if not path.is_file():
             raise BundleError(f"--offline {bundle}: {rel} is missing from the bundle (the manifest lists it)")
-        if path.stat().st_size != info.get("bytes") or sha256(path) != info.get("sha256"):
+        if path.stat().st_size != info.get("bytes") or sha256_file(path) != info.get("sha256"):
             raise BundleError(f"--offline {bundle}: {rel} does not match its SHA-256 in {NAME} "
                               "(damaged or changed): copy the bundle again")
 

@@ -14,6 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from . import options
 from ..checks import check_lang, check_threshold
 from ..exits import BadInput, fail
 from ..files import RUNS
@@ -33,10 +34,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("a", metavar="A", help="the earlier output folder (with runs/)")
     p.add_argument("b", metavar="B", help="the later output folder (with runs/)")
     p.add_argument("--out", default="", metavar="DIR", help="also write DIR/compare.md and DIR/compare.json")
-    p.add_argument("--threshold", type=float, default=0.10, metavar="F",
-                   help="the smallest change called faster or slower, as a fraction (default 0.10)")
-    p.add_argument("--lang", default="en", help="en (default) or zh")
-    p.add_argument("--env-backend", default="auto", help=argparse.SUPPRESS)
+    options.threshold(p, "the smallest change called faster or slower, as a fraction (default 0.10)")
+    options.lang(p)
+    options.env_backend(p, shown=False)
     return p
 
 

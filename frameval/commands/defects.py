@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from . import options
 from ..catalog import FRAMEWORKS, OPT_IN_FRAMEWORKS, canonical_framework
 from ..defects import NOT_RUN, catalogue, format_table, removal_candidates, run_env, store
 from ..exits import fail
@@ -33,7 +34,7 @@ def main(argv) -> int:
                                             "in its environment and print present / fixed / could not run.")
     p.add_argument("--frameworks", default="all", metavar="LIST",
                    help=f"comma-separated, or all (default): {', '.join(FRAMEWORKS)} (also: {', '.join(OPT_IN_FRAMEWORKS)})")
-    p.add_argument("--env-backend", default="auto", help="auto, conda or venv (as for the main command)")
+    options.env_backend(p)
     args = p.parse_args(argv)
     fws = parse_frameworks(args.frameworks)
     try:

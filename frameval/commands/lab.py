@@ -8,9 +8,10 @@ import ipaddress
 import os
 import sys
 
+from . import options
 from ..lab import prepare_hand_runs, report_command, sync_notebooks, write_server_config
 from ..plan import PlanError, framework_entries
-from ..checks import check_env_backend, default_env_backend
+from ..checks import check_env_backend
 from ..exits import BadInput, fail
 
 
@@ -23,7 +24,7 @@ def parser():
     p.add_argument("--ip", default="127.0.0.1", help="address to bind (default 127.0.0.1, loopback only)")
     p.add_argument("--port", type=int, default=8888, help="port (default 8888; the next free one is used if taken)")
     p.add_argument("--no-browser", action="store_true", help="do not open a browser")
-    p.add_argument("--env-backend", default=default_env_backend(), help="auto, conda or venv")
+    options.env_backend(p)
     return p
 
 

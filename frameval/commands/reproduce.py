@@ -22,6 +22,7 @@ import sys
 import time
 from pathlib import Path
 
+from . import options
 from ..checks import check_lang, check_threshold
 from ..exits import BadInput, fail
 
@@ -45,10 +46,9 @@ def parser() -> argparse.ArgumentParser:
                    help="build the environments from this bundle alone (`run_all.py bundle`; docs/offline.md)")
     p.add_argument("--compare-only", action="store_true",
                    help="compare with the reproduction already in --out; build and run nothing")
-    p.add_argument("--threshold", type=float, default=0.10, metavar="F",
-                   help="the smallest speed change called faster or slower (default 0.10, as compare)")
-    p.add_argument("--lang", default="en", help="en (default) or zh")
-    p.add_argument("--env-backend", default="auto", help=argparse.SUPPRESS)
+    options.threshold(p, "the smallest speed change called faster or slower (default 0.10, as compare)")
+    options.lang(p)
+    options.env_backend(p, shown=False)
     return p
 
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import argparse
 import os
 
+from . import options
 from ..catalog import FRAMEWORKS, PROFILES, WORKLOADS
-from ..checks import default_env_backend
 from ..config import RunConfig
 from ..executors import slurm_config
 from ..exits import BadInput, fail
@@ -59,9 +59,8 @@ def parser() -> argparse.ArgumentParser:
                    help="output folder (default reports/default): runs/<fw>/<workload>-<mode>/ and the report")
     p.add_argument("--name", default="report", help="report file name without extension (default report)")
     _replicate_options(p)
-    p.add_argument("--threshold", type=float, default=0.10, metavar="F",
-                   help="version comparison: call a change faster/slower only when it is larger than this "
-                        "fraction (default 0.10) and significant across repeats (docs/compare.md)")
+    options.threshold(p, "version comparison: call a change faster/slower only when it is larger than this "
+                         "fraction (default 0.10) and significant across repeats (docs/compare.md)")
     p.add_argument("--timeout", type=float, default=None, metavar="S",
                    help="kill a run after S seconds and record it as failed "
                         "(default 1800 in the quick profile, none in the full one)")
@@ -74,7 +73,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--report-only", action="store_true", help="rebuild the report from existing runs")
     p.add_argument("--from", dest="sources", action="append", default=[], metavar="DIR",
                    help="with --report-only: merge the runs of these output folders (repeatable)")
-    p.add_argument("--lang", default="en", help="report language: en (default) or zh")
+    options.lang(p)
     p.add_argument("--title", default="", help="report title")
     p.add_argument("--author", default="", help="report author")
     p.add_argument("--notes", default="", metavar="FILE", help="Markdown file with your own words for the summary")
@@ -86,10 +85,7 @@ def parser() -> argparse.ArgumentParser:
                    help="folder with the four MNIST IDX files: use the full MNIST (sets dataset=full)")
     p.add_argument("--download-mnist", action="store_true",
                    help="download the full MNIST IDX files (MD5-checked) into the data cache and use them")
-    p.add_argument("--env-backend", default=default_env_backend(),
-                   help="auto (conda/mamba if on PATH, else venv), conda or venv; for every environment, the "
-                        "runner's included (default $FRAMEVAL_ENV_BACKEND, else auto). venv installs with uv "
-                        "(pip where uv cannot be had; FRAMEVAL_INSTALLER=pip forces pip)")
+    options.env_backend(p)
     _environment_options(p)
     _sweep_options(p)
     _behaviour_option(p)

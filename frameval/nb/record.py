@@ -29,6 +29,7 @@ from ..schema import SCHEMA_VERSION as SCHEMA  # noqa: F401 - the recorder's ver
 from ..schema import Plan, new_result
 from . import determinism, evaluation, measure, precision
 from .params import check_api
+from ..paths import notebook_path, notebook_rel
 from .paths import hand_run_framework, hand_runs_dir
 
 RESULT, PARTIAL = files.RESULT, files.PARTIAL
@@ -78,7 +79,7 @@ def notebook_defaults(framework: str, workload: str):
     """{name: default} of the repository notebook's parameters cell, or None."""
     try:
         from ..notebook import parameters
-        return parameters(Path(__file__).resolve().parents[2] / "notebooks" / framework / f"{workload}.ipynb")
+        return parameters(notebook_path(framework, workload))
     except Exception:  # noqa: BLE001 - no notebook there: the folder is named by a hash
         return None
 
@@ -122,7 +123,7 @@ def hand_run_folder(framework: str, workload: str, mode: str, device: str, param
     print(f"frameval: hand run -> {d}" + (f" ({what})" if defaults is not None else "")
           + (f"; it replaces the earlier run with the same parameters there (kept as {files.REPLACED})"
              if replaced else ""), flush=True)
-    rel = f"notebooks/{framework}/{workload}.ipynb"
+    rel = notebook_rel(framework, workload)
     return {"dir": d, "changed": changed, "defaults_from": rel if defaults is not None else None,
             "replaced": replaced}
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from .. import speed
 from ..catalog import BY_KEY, FRAMEWORKS, HIGH_API_NOTEBOOKS, WORKLOAD_BY_KEY, framework_name
+from ..paths import notebook_path
 from . import fmt
 from .cells import cell, header
 from .model import run_windows
@@ -63,7 +64,7 @@ def code_lines(repo, runs) -> dict:
     out = {}
     for fw, wl in runs:
         try:
-            nb = read(repo / "notebooks" / fw / f"{wl}.ipynb")
+            nb = read(notebook_path(fw, wl, repo))
         except (NotebookError, OSError, ValueError):
             continue
         out[fw, wl] = {"api": count_code_lines(nb, ("high_api",)) or None, "basic": count_code_lines(nb)}

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from .. import speed
 from ..catalog import WORKLOAD_BY_KEY
+from ..paths import notebook_path, notebook_rel
 from ..result import Result
 from . import determinism, fmt, labels
 from .cells import cell, drop_na_columns, header
@@ -330,7 +331,7 @@ def code_size_table(frameworks, workloads, repo: Path, out_dir: Path, S):
         line = [cell(framework_name(fw), fw)]
         total = 0
         for wl in workloads:
-            p = repo / "notebooks" / fw / f"{wl}.ipynb"
+            p = notebook_path(fw, wl, repo)
             try:
                 n = count_code_lines(read(p))
             except (NotebookError, OSError, ValueError):
@@ -339,7 +340,7 @@ def code_size_table(frameworks, workloads, repo: Path, out_dir: Path, S):
             counts[(fw, wl)] = n
             total += n
             rel = os.path.relpath(p, out_dir)
-            line.append(cell(f"{n}", n) | {"link": rel, "link_text": f"notebooks/{fw}/{wl}.ipynb"})
+            line.append(cell(f"{n}", n) | {"link": rel, "link_text": notebook_rel(fw, wl)})
         line.append(cell(str(total), total))
         body.append(line)
     return {"id": "table-code", "headers": heads, "rows": body, "sortable": True}, counts
