@@ -49,7 +49,7 @@ FILES = {
     "test_plan.py": (1, 30),
     "test_precision.py": (2, 80),
     "test_probe.py": (0, 50),
-    "test_reference.py": (0, 50),
+    "test_reference.py": (0, 70),
     "test_report.py": (2, 100),
     "test_reproduce.py": (6, 90),
     "test_seeds.py": (1, 70),
