@@ -173,15 +173,18 @@ def blas_name() -> str:
         return "unknown"
 
 
+def _fmt(v, unit: str) -> str:
+    return "n/a" if v is None else f"{v:,.1f} {unit}"
+
+
 def record(out, say=print, env_by_fw: dict | None = None, **sizes) -> dict:
     """Measure and write `<out>/machine.json`; a line or two said."""
     m = measure(env_by_fw, say, **sizes)
     files.atomic_write_json(Path(out) / MACHINE, m)
-    fmt = lambda v, u: "n/a" if v is None else f"{v:,.1f} {u}"  # noqa: E731
     caps = ", ".join(f"{k}={v}" for k, v in m["isa_caps"].items())
-    say(f"frameval: this machine's peak: {fmt(m['peak_gflops_1'], 'GFLOP/s')} on 1 thread, "
-        f"{fmt(m['peak_gflops_all'], 'GFLOP/s')} on {m['threads_all']} ({m['peak_library_all']}), "
-        f"copy {fmt(m['bandwidth_gbs'], 'GB/s')} (the probe took {m['seconds']:.1f} s; load {m['load_before']})"
+    say(f"frameval: this machine's peak: {_fmt(m['peak_gflops_1'], 'GFLOP/s')} on 1 thread, "
+        f"{_fmt(m['peak_gflops_all'], 'GFLOP/s')} on {m['threads_all']} ({m['peak_library_all']}), "
+        f"copy {_fmt(m['bandwidth_gbs'], 'GB/s')} (the probe took {m['seconds']:.1f} s; load {m['load_before']})"
         + (f"; NOT IDLE, no share or diagnosis will be built on: {m['busy']}" if m["busy"] else "")
         + (f"; measured without the caps set here ({caps}), which the runs keep" if caps else ""))
     return m
@@ -211,7 +214,7 @@ def reuse(out, m: dict, say=print) -> dict:
     files.atomic_write_json(Path(out) / MACHINE, m)
     busy = f"; NOT IDLE then: {m['busy']}" if m.get("busy") else ""
     say(f"frameval: this machine's peak, reused from {m['reused_from']} (measured {m.get('measured', '?')}): "
-        f"{m.get('peak_gflops_all') or 'n/a'} GFLOP/s on {m.get('threads_all')} threads{busy}")
+        f"{_fmt(m.get('peak_gflops_all'), 'GFLOP/s')} on {m.get('threads_all')} threads{busy}")
     return m
 
 

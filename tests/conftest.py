@@ -81,7 +81,7 @@ def bare_python() -> str:
 # test's group to the file SUITE_GROUPS names and the controller's scheduler
 # reads it from there.
 MATRIX_GROUP = "matrix"
-SUITE_GROUPS = "FRAMEVAL_SUITE_GROUPS"
+from frameval.commands.test import SUITE_GROUPS_VAR as SUITE_GROUPS, TEST_OUTPUT, TEST_PASS_VAR  # noqa: E402
 
 
 def test_group(item, matrix_files) -> str:
@@ -155,10 +155,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     tr.write_line("ten slowest tests:")
     for nodeid, s in sorted(_SUITE["tests"].items(), key=lambda kv: -kv[1])[:10]:
         tr.write_line(f"  {s:7.1f} s  {nodeid}")
-    out = REPO / ".frameval" / "test-output"
+    out = TEST_OUTPUT
     out.mkdir(parents=True, exist_ok=True)
     # one file per pass of `run_all.py test` (the command merges them into durations.json)
-    name = f"durations-{os.environ['FRAMEVAL_TEST_PASS']}.json" if os.environ.get("FRAMEVAL_TEST_PASS") else "durations.json"
+    name = f"durations-{os.environ[TEST_PASS_VAR]}.json" if os.environ.get(TEST_PASS_VAR) else "durations.json"
     (out / name).write_text(json.dumps(
         {"total_s": round(total, 1), "load": load, "files": {f: round(s, 1) for f, s in sorted(_SUITE["files"].items())},
          "tests": {k: round(v, 2) for k, v in sorted(_SUITE["tests"].items(), key=lambda kv: -kv[1])}}, indent=1))

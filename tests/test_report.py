@@ -25,6 +25,7 @@ import matplotlib  # noqa: E402,F401
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+from frameval.commands.test import TEST_OUTPUT  # noqa: E402
 
 from frameval import report  # noqa: E402
 from frameval.report import fmt  # noqa: E402
@@ -37,7 +38,7 @@ TITLE = "Bench <script>alert('title')</script> & co"
 XSS = '<script>alert("pwned")</script>'
 NOTES = "# Notes\n\nThe author's **own** words. <script>alert('notes')</script>\n\n![remote](http://example.com/x.png)\n"
 # Kept for a person to look at after `run_all.py test` (not the system temp folder).
-SHOTS = REPO / ".frameval" / "test-output" / "screenshots"
+SHOTS = TEST_OUTPUT / "screenshots"
 SCREENSHOT = SHOTS / "frameval-report-screenshot.png"
 CJK = re.compile(r"[\u4e00-\u9fff]")
 

@@ -29,10 +29,16 @@ import time
 from ..paths import REPO
 from ..probe import PROBE_FROM_VAR
 
-TEST_TMP = REPO / ".frameval" / "test-tmp"
-SUITE_WORKERS = 2
 from ..checks import check_env_backend, default_env_backend
 from ..exits import BadInput, fail
+
+TEST_TMP = REPO / ".frameval" / "test-tmp"
+TEST_OUTPUT = REPO / ".frameval" / "test-output"  # durations.json and the browser test's screenshots
+SUITE_WORKERS = 2
+# What the command tells tests/conftest.py: which pass runs (its durations file), and
+# where the workers write each test's group for the scheduler to read.
+TEST_PASS_VAR = "FRAMEVAL_TEST_PASS"
+SUITE_GROUPS_VAR = "FRAMEVAL_SUITE_GROUPS"
 
 USAGE = ("usage: run_all.py test [--fast] [--env-backend auto|conda|venv] [pytest args]\n"
          "  --fast   the unit-level tests only (pytest -m fast, under 2 minutes); without it, the whole suite (CI)")
@@ -97,7 +103,7 @@ def whole_suite(env: dict, backend: str) -> int:
         t = time.time()
         # the workers write each test's group there; the scheduler reads it (tests/conftest.py)
         p = subprocess.run([sys.executable, "-m", "pytest", *opts, "tests"],
-                           env=dict(env, FRAMEVAL_TEST_PASS=name, FRAMEVAL_SUITE_GROUPS=str(TEST_TMP / "groups.json")))
+                           env=dict(env, **{TEST_PASS_VAR: name, SUITE_GROUPS_VAR: str(TEST_TMP / "groups.json")}))
         took[name] = time.time() - t
         codes.append(0 if p.returncode == 5 and name == "idle" else p.returncode)  # 5: no test marked idle
     total = time.time() - t0
@@ -126,7 +132,7 @@ def suite_probe(backend: str):
 def merge_durations(total: float, load: str) -> None:
     """durations.json: both passes' per-test and per-file seconds, and the whole suite's time."""
     import json
-    folder = REPO / ".frameval" / "test-output"
+    folder = TEST_OUTPUT
     merged = {"total_s": round(total, 1), "load": load, "passes": {}, "files": {}, "tests": {}}
     for name in ("parallel", "idle"):
         try:
