@@ -187,7 +187,7 @@ PROBE = '''
 import json
 from frameval import catalog, defects, frameworks, sources
 from frameval.envs import install_facts, kernels
-from frameval.fw import behaviour, gemm, mistakes
+from frameval.fw import behaviour, gemm
 from frameval.fw.behaviour_adapters import Numpy
 from frameval.nb import determinism, precision
 from frameval.report import charts, spec
@@ -217,7 +217,7 @@ print("RESULT " + json.dumps({
     "key": [p for p in side if "/frameworks/toy/" in p],
     "torch_key": [p for p in sources.notebook_side("torch") if "/frameworks/toy/support" in str(p)],
     "determinism": determinism.switches("toy"), "precision": precision.mode("toy", "cpu")["switches"],
-    "mistakes": mistakes.run_all("toy"),
+    "mistakes": cases["mistakes"],
     "gemm": gemm.measure("toy", 1, 64)["op"],
 }))
 '''
