@@ -68,14 +68,14 @@ def find(key: str):
 
 
 def has_part(key: str, name: str) -> bool:
-    return key in REGISTRY and importlib.util.find_spec(f"{__name__}.{key}.{name}") is not None
+    return key in REGISTRY and importlib.util.find_spec(module_name(key, name)) is not None
 
 
 def part(key: str, name: str):
     """The framework's part module `name` (e.g. "gemm"), imported on first use:
     most parts import the framework, so only its own environment loads them."""
     get(key)  # an unknown framework: a one-line error naming the known ones
-    return importlib.import_module(f"{__name__}.{key}.{name}")
+    return importlib.import_module(module_name(key, name))
 
 
 def part_or_none(key: str, name: str):
@@ -88,10 +88,10 @@ def folder(key: str) -> Path:
     return HERE / key
 
 
-def part_modules(key: str, names) -> tuple:
-    """The dotted names of those of the parts `names` the framework has (what a
-    script run in its environment imports: envscripts hashes them into its cache key)."""
-    return tuple(module_name(key, n) for n in names if has_part(key, n))
+def part_modules(key: str, parts) -> tuple:
+    """The dotted names of those of `parts` the framework has (what a script run
+    in its environment imports: envscripts hashes them into its cache key)."""
+    return tuple(module_name(key, p) for p in parts if has_part(key, p))
 
 
 def module_name(key: str, name: str = "") -> str:
