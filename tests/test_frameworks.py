@@ -267,7 +267,9 @@ def test_a_toy_framework_is_one_folder(tmp_path):
             "frameval/frameworks/toy/switches.py"} <= set(got["key"]) and not got["torch_key"]
     assert got["determinism"] == {"TOY_DETERMINISTIC": "unset"}
     assert got["precision"] == {"(framework)": "not exposed: TF32 follows the CUDA libraries' defaults and NVIDIA_TF32_OVERRIDE"}
-    assert got["mistakes"]["matmul_shapes"]["raised"] and got["mistakes"]["matmul_shapes"]["last_is_user"] is not None
+    # numpy raises at the toy's own line: "the user's line" is found in the toy's spelling file
+    matmul = got["mistakes"]["matmul_shapes"]
+    assert matmul["raised"] and matmul["user_line"] and matmul["last_is_user"] is True, matmul
     assert got["mistakes"]["backward_twice"] == {"na": "the toy has no gradients"}
     assert got["gemm"] == "toy.dot"
     assert got["api"] == "toy.ndarray" and got["cases"] and got["same_as_numpy"]  # numpy under another name
