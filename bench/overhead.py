@@ -168,7 +168,7 @@ def run_plain(env, run, d: Path) -> dict:
     try:
         kenv = json.loads((envs.kernels.JUPYTER_DIR / "kernels" / kernel / "kernel.json").read_text())["env"]
     except (OSError, ValueError, KeyError):
-        kenv = {**envs.kernel_env(), **envs.FRAMEWORK_KERNEL_ENV.get(run.framework, {})}
+        kenv = {**envs.kernel_env(), **envs.framework_kernel_env(run.framework)}
     penv = dict(os.environ, **kenv)
     l0 = load()
     t0 = time.perf_counter()

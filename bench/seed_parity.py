@@ -222,7 +222,7 @@ def steady(secs):
 def run_hand(env, fw, source, extra, a) -> list:
     cfg = dict(samples=a.samples, batch_size=a.batch_size, epochs=a.epochs, threads=os.cpu_count() or 1,
                data=str(data_cache_dir() / "mnist-embedded.npz"), **extra)
-    penv = dict(os.environ, **envs.FRAMEWORK_KERNEL_ENV.get(fw, {}))
+    penv = dict(os.environ, **envs.framework_kernel_env(fw))
     with tempfile.TemporaryDirectory(prefix="frameval-hand-") as d:
         penv["TORCHINDUCTOR_CACHE_DIR"] = str(Path(d) / "inductor")  # cold compile, as in a fresh kernel
         p = subprocess.run([str(env.python), "-c", source, json.dumps(cfg)], capture_output=True, text=True,

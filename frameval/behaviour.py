@@ -15,13 +15,18 @@ import os
 import time
 from pathlib import Path
 
-from . import envscripts, files
+from . import envscripts, files, frameworks
 
 BEHAVIOUR = "behaviour.json"  # <out>/behaviour.json
 MODULE = "frameval.fw.behaviour"
-# The framework-side modules the script imports: a change to any of them runs the cases again.
-SOURCES = ("frameval.fw.behaviour_cases", "frameval.fw.behaviour_adapters", "frameval.fw.mistakes",
-           "frameval.fw.tensorflow_support")
+# The framework-side modules the script imports (with the framework's own parts:
+# `sources`): a change to any of them runs the cases again.
+SOURCES = ("frameval.fw.behaviour_cases", "frameval.fw.behaviour_adapters", "frameval.fw.mistakes")
+PARTS = ("behaviour", "mistakes", "support")
+
+
+def sources(framework: str) -> tuple:
+    return SOURCES + frameworks.part_modules(framework, PARTS)
 VERDICTS = ("same", "differs", "raises", "na")
 RTOL = 1e-5
 
@@ -41,7 +46,8 @@ def measure(env_by_fw: dict, say=print, use_cache: bool = True) -> dict:
     for key, env in sorted(env_by_fw.items()):
         if not hasattr(env, "python"):  # did not build: its runs are recorded failed
             continue
-        got = envscripts.run(env, MODULE, [key.split("==")[0]], also=SOURCES, timeout=600, use_cache=use_cache)
+        fw = key.split("==")[0]
+        got = envscripts.run(env, MODULE, [fw], also=sources(fw), timeout=600, use_cache=use_cache)
         out["frameworks"][key] = got
     out.update(load_before=load, load_after=_load(), seconds=round(time.perf_counter() - t0, 2),
                measured=time.strftime("%Y-%m-%dT%H:%M:%S%z"))
@@ -53,10 +59,14 @@ def measure(env_by_fw: dict, say=print, use_cache: bool = True) -> dict:
     return out
 
 
+def _cache_path(env, fw: str):
+    return envscripts.cache_path(env, MODULE, [fw], also=sources(fw))
+
+
 def plan_line(env_by_fw: dict) -> str:
     """What --behaviour would do, for --dry-run: each built environment's outcomes cached or to be run."""
     ready = {k: e for k, e in sorted(env_by_fw.items()) if getattr(e, "ready", False)}
-    cached = [k for k, e in ready.items() if envscripts.cache_path(e, MODULE, [k.split("==")[0]], also=SOURCES).exists()]
+    cached = [k for k, e in ready.items() if _cache_path(e, k.split("==")[0]).exists()]
     todo = [k for k in ready if k not in cached]
     unbuilt = sorted(set(env_by_fw) - set(ready))
     return ("frameval: --behaviour: " + (f"run in {', '.join(todo)}" if todo else "nothing to run")

@@ -1,5 +1,6 @@
 """The one catalog: what the matrix is made of. Framework records (display
-name, aliases, pip packages, kernel name, notes page) and Workload records
+name, aliases, pip packages, kernel name, notes page: each read from its folder
+under frameworks/) and Workload records
 (parameters, quality metric and its direction, the spec's parameter counts),
 the modes, devices, the numerical check's parts, and the profiles that size a run. Every table that names a
 framework or a workload reads from here.
@@ -12,8 +13,7 @@ the spec's full sizes, so `full` overrides nothing.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from . import frameworks as _frameworks
 from . import workloads as _workloads
 from .workloads import base as _base
 from .workloads import datasets as _datasets
@@ -21,47 +21,15 @@ from .workloads import lenet as _lenet
 from .workloads import lstm as _lstm
 
 
-@dataclass(frozen=True)
-class Framework:
-    key: str                # the name in folders, kernels and --frameworks
-    display: str            # how the report and the kernels' display names write it
-    aliases: tuple = ()     # other names --frameworks accepts
-    packages: tuple = ()    # pip distributions that carry its version; the first is the one its spec pins
-    notes: str = ""         # its page under docs/frameworks/
-    module: str = ""        # what `import` loads it (default: the key)
-    high_api: str = ""      # its high-level training API ("" : it has none)
-
-    @property
-    def import_name(self) -> str:
-        return self.module or self.key
-
-    @property
-    def package(self) -> str:
-        return self.packages[0] if self.packages else self.key
-
-    def kernel(self, device: str = "cpu", gpu_spec: bool = True) -> str:
-        """The kernel's name: a GPU kernel only where a GPU spec exists."""
-        return f"frameval-{self.key}" + ("-gpu" if device == "gpu" and gpu_spec else "")
-
-
 # The workload records live one per module in frameval/workloads/ (issue #36);
 # these names stay for the modules that read the catalog.
 Quality, Workload, final_value = _base.Quality, _base.Workload, _base.final_value
 
 
-# The seeds' six, then JAX (Flax + optax), the seventh.
-FRAMEWORK_RECORDS = (
-    Framework("torch", "PyTorch", ("pytorch",), ("torch",), "torch.md"),
-    Framework("tensorflow", "TensorFlow", ("tf",), ("tensorflow", "tensorflow-cpu", "keras"), "tensorflow.md",
-              high_api="keras.Model.fit"),
-    Framework("paddle", "PaddlePaddle", ("paddlepaddle",), ("paddlepaddle", "paddlepaddle-gpu"), "paddle.md",
-              high_api="paddle.Model.fit"),
-    Framework("mindspore", "MindSpore", ("ms",), ("mindspore",), "mindspore.md", high_api="mindspore.train.Model.train"),
-    Framework("megengine", "MegEngine", ("mge",), ("megengine",), "megengine.md"),
-    Framework("mxnet", "MXNet", ("mx",), ("mxnet", "mxnet-cu"), "mxnet.md",
-              high_api="mxnet.gluon.contrib.estimator.Estimator"),
-    Framework("jax", "JAX", ("flax",), ("jax", "jaxlib", "flax", "optax"), "jax.md"),
-)
+# One folder per framework under frameval/frameworks/ (issue #51), in the
+# registry's order: the seeds' six, then JAX (Flax + optax), the seventh.
+Framework = _frameworks.Framework
+FRAMEWORK_RECORDS = _frameworks.records()
 BY_KEY = {f.key: f for f in FRAMEWORK_RECORDS}
 FRAMEWORKS = tuple(f.key for f in FRAMEWORK_RECORDS)
 # Frameworks that run when named (--frameworks X) but are not in "all", the
@@ -70,7 +38,7 @@ FRAMEWORKS = tuple(f.key for f in FRAMEWORK_RECORDS)
 OPT_IN_FRAMEWORKS: tuple = ()
 # The LeNet notebooks that train through the framework's high-level API when
 # `api = "high"` (docs/high-level-api.md): every framework that has one.
-HIGH_API_NOTEBOOKS = ("tensorflow", "paddle", "mxnet", "mindspore")
+HIGH_API_NOTEBOOKS = tuple(f.key for f in FRAMEWORK_RECORDS if f.high_api)
 APIS = ("basic", "high")
 DISPLAY_NAMES = {f.key: f.display for f in FRAMEWORK_RECORDS}
 ALIASES = {a: f.key for f in FRAMEWORK_RECORDS for a in f.aliases}

@@ -1,6 +1,6 @@
 """Each framework's own GEMM ceiling: its float32 matrix product on 1 thread and
 on every core, measured in its own environment exactly as its runs see it
-(`frameval/fw/gemm.py` through `frameval/envscripts.py`, cached per
+(`frameval/fw/gemm.py` and its frameworks/<fw>/gemm.py, through `frameval/envscripts.py`, cached per
 environment and machine), and the machine's figure as the best of numpy's BLAS
 and every framework's product.
 
@@ -10,11 +10,12 @@ gap to the fastest framework lies in the kernels or around them (`gap_kind`).
 """
 from __future__ import annotations
 
-from . import cpu, envscripts
+from . import cpu, envscripts, frameworks
 from .catalog import framework_name
 
 MODULE = "frameval.fw.gemm"
-ALSO = ("frameval.idle", "frameval.nb.measure")  # what the script imports: a change measures again
+# What the script imports (and the framework's gemm and support parts): a change measures again.
+ALSO = ("frameval.idle", "frameval.nb.measure")
 # A framework whose ceiling is below this share of the best framework's: its gap is in the kernels.
 KERNEL_GAP = 0.5
 # A run reaching under this share of the fastest run's own share of its ceiling: the gap is around them.
@@ -49,7 +50,8 @@ def _one(env, framework: str, threads_all: int) -> dict:
         if label == "all" and n == 1:
             entry["gflops_all"] = entry.get("gflops_1")
             continue
-        got = envscripts.run(env, MODULE, [framework, n], {v: n for v in cpu.THREAD_VARS}, also=ALSO)
+        got = envscripts.run(env, MODULE, [framework, n], {v: n for v in cpu.THREAD_VARS},
+                             also=ALSO + frameworks.part_modules(framework, ("gemm", "support")))
         entry["seconds"] = round(entry["seconds"] + (got.get("seconds") or 0), 2)
         if "error" in got:
             entry["error"] = got["error"]

@@ -22,7 +22,7 @@ import os
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from . import constraints, executors, files
+from . import constraints, executors, files, frameworks
 from .catalog import FRAMEWORKS, PROFILE_TIMEOUT_S, canonical_framework
 from .checks import check_env_backend, check_lang, check_threshold
 from .exits import BadInput
@@ -165,13 +165,17 @@ class RunConfig:
             self.probe_machine = probe.reusable(self.probe_from)
 
     def _check_out_path(self) -> None:
-        # A run's caches live in its folder, and Paddle's dy2static reads its call
-        # stacks back by splitting on ",": under a path with a comma every Paddle
-        # graph run fails with "invalid literal for int()" (seen; files.TAG_SEP).
+        # A run's caches live in its folder; a framework whose graph mode cannot
+        # work under some characters in its path says so in its record (Paddle: ",").
         out = os.path.abspath(self.out)
-        if self.submits and "," in out and any(r.framework == "paddle" and r.mode == "graph" for r in self.runs):
-            raise BadInput(f"--out {out}: PaddlePaddle's graph mode fails under a path with a comma "
-                           "(its dy2static splits its call stacks on ','); choose a folder without one")
+        if not self.submits:
+            return
+        for r in self.runs:
+            rec = frameworks.find(r.framework)
+            bad = rec and r.mode == "graph" and [c for c in rec.graph_path_forbids if c in out]
+            if bad:
+                raise BadInput(f"--out {out}: {rec.display}'s graph mode fails under a path with "
+                               f"{rec.graph_path_why}; choose a folder without one")
 
     def _check_executor(self) -> None:
         if self.executor not in executors.names():

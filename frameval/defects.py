@@ -28,6 +28,7 @@ from pathlib import Path
 
 from .files import atomic_write_json
 from .paths import REPO, user_cache_dir
+from . import frameworks
 from .catalog import FRAMEWORKS, OPT_IN_FRAMEWORKS
 
 DEFECTS_DIR = REPO / "defects"
@@ -35,25 +36,9 @@ PRESENT, FIXED, NOT_RUN = "present", "fixed", "could not run"
 TIMEOUT_S = 300
 # Where a workaround is applied, by the code that applies it: a notebook or
 # support module matching the pattern must declare the workaround there
-# (tests/test_defects.py). Measurements (no workaround) are not listed.
-APPLIED = {
-    ("torch", "inductor-layout-opt-conv-grad"): r"layout_optimization\s*=\s*False",
-    ("torch", "dynamo-backward-in-step"): r"trace_autograd_ops\s*=\s*True",
-    ("torch", "dynamo-lstm-allow-rnn"): r"recurrence written in torch ops",
-    ("megengine", "lstm-weight-grad"): r"class LSTM\(M\.Module\)",
-    ("megengine", "max-pool-tied-grad"): r"F\.indexing_one_hot\(",
-    ("megengine", "batchnorm-backward-precision"): r"fw\.BatchNorm2d\(",
-    ("mxnet", "deconv-1ch-input-grad"): r"F\.Convolution\(",
-    ("mxnet", "adam-eps"): r"fw\.Adam\(",
-    ("mindspore", "adam-eps"): r"fw\.Adam\(",
-    ("mindspore", "deconv-pad-output-padding"): r"2:-1, 2:-1\]",
-    ("mindspore", "onednn-reference-conv"): r"setdefault\(\"ONEDNN_MAX_CPU_ISA\"",
-    ("mindspore", "set-data-detaches-adam"): r"fw\.assign\(",
-    ("paddle", "to-static-whole-step"): r"why=\"the Adam update runs in the dynamic graph",
-    ("tensorflow", "adam-eps"): r"fw\.SpecAdam\(",
-    ("tensorflow", "same-padding-asymmetric"): r"ZeroPadding2D\(2\)",
-    ("jax", "flax-batchnorm-biased-var"): r"fw\.SpecBatchNorm\(",
-}
+# (tests/test_defects.py). Measurements (no workaround) are not listed. Each
+# framework's patterns live in its record (frameworks/<fw>/__init__.py).
+APPLIED = {(f.key, wid): pattern for f in frameworks.records() for wid, pattern in f.workarounds.items()}
 
 
 @dataclass(frozen=True)
@@ -77,9 +62,13 @@ def catalogue(frameworks=None) -> list:
     return sorted(out, key=lambda d: (order.index(d.framework) if d.framework in order else 99, d.id))
 
 
+def support_file(framework: str) -> Path:
+    return frameworks.folder(framework) / "support.py"
+
+
 def workaround_sites(framework: str) -> dict:
     """{workaround id: [files that declare it]} in the framework's notebooks and support module."""
-    files = sorted((REPO / "notebooks" / framework).glob("*.ipynb")) + [REPO / "frameval" / "fw" / f"{framework}_support.py"]
+    files = sorted((REPO / "notebooks" / framework).glob("*.ipynb")) + [support_file(framework)]
     found: dict = {}
     for f in files:
         if f.is_file():

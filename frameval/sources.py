@@ -1,5 +1,7 @@
 """Which of frameval's own files a notebook's kernel runs: the closure of the
-imports of `frameval.nb` and of the framework's support module, read with
+imports of `frameval.nb` and of the framework's kernel parts (its folder's
+record, support and switches modules; every framework's record, which the
+registry loads in every kernel), read with
 `ast` (standard library only). The run cache key hashes exactly these, so a
 change to any module the notebook side imports (the result schema, the
 catalog, the file names, ...) runs the notebook again, and a change to the
@@ -11,6 +13,7 @@ import functools
 import hashlib
 from pathlib import Path
 
+from .frameworks import KERNEL_PARTS, folders
 from .paths import REPO
 
 def _file(module: str, root: Path) -> Path | None:
@@ -78,7 +81,11 @@ def notebook_side(framework: str, root: Path = REPO) -> list:
     classifier weights), which no import names but which change a result."""
     nb_modules = [_module_of(p, root) for p in sorted((root / "frameval" / "nb").glob("*.py"))]
     data = sorted((root / "frameval" / "nb").glob("*.npz"))
-    return sorted(set(closure(*nb_modules, f"frameval.fw.{framework}_support", root=root)) | set(data))
+    # The registry imports every framework's record by name (no static import to follow),
+    # and nb/determinism.py and nb/precision.py load this framework's switches the same way.
+    records = [_module_of(d / "__init__.py", root) for d in folders(root / "frameval" / "frameworks")]
+    parts = [f"frameval.frameworks.{framework}.{p}" for p in KERNEL_PARTS]
+    return sorted(set(closure(*nb_modules, *records, *parts, root=root)) | set(data))
 
 
 def digest(framework: str, root: Path = REPO) -> str:

@@ -28,7 +28,7 @@ def _code(path):
 
 
 def _files(fw):
-    return sorted((REPO / "notebooks" / fw).glob("*.ipynb")) + [REPO / "frameval" / "fw" / f"{fw}_support.py"]
+    return sorted((REPO / "notebooks" / fw).glob("*.ipynb")) + [dfx.support_file(fw)]
 
 
 def test_every_applied_workaround_is_declared():

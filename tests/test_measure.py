@@ -281,12 +281,12 @@ def test_notebook_gives_the_recorder_its_device_hooks(path):
     nb = nbfile.read(path)
     setup = "".join(nbfile.source(c) for c in nbfile.tagged(nb, "setup"))
     train = "".join(nbfile.source(c) for c in nbfile.tagged(nb, "train"))
-    support = path.parents[2] / "frameval" / "fw" / f"{path.parent.name}_support.py"
+    support = path.parents[2] / "frameval" / "frameworks" / path.parent.name / "support.py"
     if "rec.after_import(" not in setup:  # setup delegates to the support module: fw.setup(rec, ...)
         assert re.search(r"fw\.setup\(rec\b", setup), "rec.after_import is never called"
         setup += support.read_text()
     assert "rec.after_import(" in setup, "rec.after_import is never called"
-    if "sync=" not in setup:  # the hooks come from the framework's support module (frameval/fw)
+    if "sync=" not in setup:  # the hooks come from the framework's support module (frameval/frameworks/<fw>/support.py)
         assert re.search(r"rec\.after_import\([^)]*\*\*", setup), "no device sync passed to rec.after_import"
         setup += support.read_text()
     assert "sync=" in setup, "no device sync passed to rec.after_import"

@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from frameval import envs
+from frameval import envs, frameworks
 from frameval.nb import precision
 from frameval.paths import REPO
 
@@ -44,7 +44,7 @@ print("RESULT " + json.dumps(out))
 @pytest.mark.parametrize("fw", list(READABLE))
 def test_switches_are_read_set_and_restored_in_the_real_framework(fw):
     env = envs.ensure_framework(fw)
-    module = precision.SWITCHES[fw][0]
+    module = frameworks.get(fw).import_name
     p = subprocess.run([str(env.python), "-c", PROBE.format(repo=str(REPO), module=module, fw=fw)],
                        capture_output=True, text=True, timeout=600)
     line = [x for x in p.stdout.splitlines() if x.startswith("RESULT ")]

@@ -3,7 +3,7 @@
 LeNet at batch 16, the training step compiled whole (forward and
 torch.autograd.grad): with inductor's default `layout_optimization = True` the
 convolutions' weight gradients differ from eager PyTorch's (zero, on torch
-2.13.0). frameval turns the optimisation off in graph mode (frameval/fw/torch_support.py).
+2.13.0). frameval turns the optimisation off in graph mode (frameval/frameworks/torch/support.py).
 Exit 1 while the defect is present, 0 once fixed.
 """
 import sys

@@ -28,7 +28,7 @@ module, and are read there: `envs.kernels.JUPYTER_DIR`, `envs.spec.ENVS_SPEC_DIR
 from .backends import BACKENDS, Backend, choose_backend
 from .build import ensure_env, ensure_framework, ensure_frameworks
 from .installers import EnvBuildError
-from .kernels import FRAMEWORK_KERNEL_ENV, jupyter_env, kernel_env, kernel_name, register_kernel, registered_kernels
+from .kernels import framework_kernel_env, jupyter_env, kernel_env, kernel_name, register_kernel, registered_kernels
 from .model import MARKER, Env, env_for
 from .pythons import find_python
 from .spec import framework_spec, spec_path, spec_pin
@@ -36,7 +36,7 @@ from .specfile import EnvSpec, SpecError, parse_spec
 from .user import UserEnvError, probe_user_python, user_env, user_freeze, user_kernel_name
 
 __all__ = ["BACKENDS", "Backend", "choose_backend", "ensure_env", "ensure_framework", "ensure_frameworks",
-           "EnvBuildError", "FRAMEWORK_KERNEL_ENV", "jupyter_env", "kernel_env", "kernel_name", "register_kernel",
+           "EnvBuildError", "framework_kernel_env", "jupyter_env", "kernel_env", "kernel_name", "register_kernel",
            "registered_kernels", "MARKER", "Env", "env_for", "find_python", "framework_spec", "spec_path",
            "spec_pin", "EnvSpec", "SpecError", "parse_spec", "UserEnvError", "probe_user_python", "user_env",
            "user_freeze", "user_kernel_name"]

@@ -17,14 +17,20 @@ import os
 import re
 from pathlib import Path
 
-# The distribution that is "the framework" in each environment.
-FRAMEWORK_DIST = {"torch": "torch", "tensorflow": "tensorflow", "paddle": "paddlepaddle", "mindspore": "mindspore",
-                  "megengine": "megengine", "mxnet": "mxnet", "jax": "jax", "runner": None}
+from .. import frameworks
+
 _SIZE = {"b": 1e-6, "kb": 1e-3, "kib": 1024 / 1e6, "mb": 1.0, "mib": 1024 ** 2 / 1e6, "gb": 1e3, "gib": 1024 ** 3 / 1e6}
 # pip: "  Downloading mxnet-1.9.1-py3-none-manylinux2014_x86_64.whl (49.1 MB)"; uv: "Downloading tensorstore (20.8MiB)"
 _DOWNLOAD = re.compile(r"^\s*Downloading\s+(\S+?)(?:-\d[^\s]*)?\s+\((\d+(?:\.\d+)?)\s*([KMG]i?B|[kKMG]?B)\)", re.M)
 _WARN = re.compile(r"^\s*(?:WARNING|warning|DEPRECATION|Warning):?\s+(.*)$", re.M)
 _ERROR = re.compile(r"^\s*(?:ERROR|error):\s+(.*)$", re.M)
+
+
+def framework_dist(fw: str) -> str:
+    """The distribution that is "the framework" in the environment (its record's
+    package; "" for the runner's own environment, which has none)."""
+    rec = frameworks.find(fw)
+    return rec.package if rec else ("" if fw == "runner" else fw)
 
 
 def framework_of(spec_name: str) -> str:
@@ -114,7 +120,7 @@ def measure(spec, prefix, log_path, build_s=None, installer=None, at_build=True)
         "downloaded_mb": round(sum(mb for _, mb in got), 1) if got is not None else None,
         "downloads": sorted(got, key=lambda x: -x[1])[:8] if got is not None else None,
         "installed_mb": dir_mb(prefix), "python": _python_version(prefix) or spec.python,
-        "spec_python": spec.python, "framework_wheel": wheel_facts(prefix, FRAMEWORK_DIST.get(fw, fw) or ""),
+        "spec_python": spec.python, "framework_wheel": wheel_facts(prefix, framework_dist(fw)),
         "numpy_spec": numpy_pin, "numpy_installed": np_facts.get("version"),
         "warnings": _collapse(_WARN.findall(log))[:20] if log is not None else None,
         "errors": _collapse(_ERROR.findall(log))[:10] if log is not None else None,

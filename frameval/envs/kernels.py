@@ -12,6 +12,7 @@ import json
 import os
 from pathlib import Path
 
+from .. import frameworks
 from ..files import atomic_write
 from ..paths import FRAMEWORK_KEY_ENV, REPO
 from .model import Env
@@ -37,23 +38,17 @@ def kernel_env() -> dict:
     }
 
 
-# Per-framework log and device settings. GLOG_v means opposite things to
-# MindSpore (a level: 4 = critical only) and Paddle (verbosity: 4 = very loud).
-FRAMEWORK_KERNEL_ENV = {
-    "tensorflow": {"TF_CPP_MIN_LOG_LEVEL": "3"},
-    "mindspore": {"GLOG_v": "4"},
-    "paddle": {"GLOG_v": "0", "GLOG_minloglevel": "2"},
-    "megengine": {"MGE_DEFAULT_DEVICE": "cpu0"},  # CPU kernel only; the GPU one picks gpu0
-}
 # On a GPU (issue #48): NVML's device index is the framework's (CUDA's default order is
-# fastest-first, NVML's is the PCI bus), and no framework takes the GPU's memory up front:
-# XLA preallocates 75% and TensorFlow all of it by default, so their peaks read the pool's
-# size (JAX "184 MB, driver 64,416 MB" on the first H100 run), not what the run used.
+# fastest-first, NVML's is the PCI bus). Each framework's own log, device and GPU memory
+# settings are in its record (frameworks/<fw>/__init__.py: kernel_env, cpu_kernel_env,
+# gpu_kernel_env): no framework takes a GPU's memory up front.
 GPU_KERNEL_ENV = {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
-FRAMEWORK_GPU_KERNEL_ENV = {
-    "jax": {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"},
-    "tensorflow": {"TF_FORCE_GPU_ALLOW_GROWTH": "true"},
-}
+
+
+def framework_kernel_env(framework: str, device: str = "cpu") -> dict:
+    """The framework's own kernel variables on `device` ({} for a name that is no framework)."""
+    rec = frameworks.find(framework)
+    return rec.kernel_vars(device) if rec else {}
 
 
 def register_kernel(env: Env, name: str, display: str, extra_env: dict | None = None) -> Path:
@@ -89,10 +84,8 @@ def registered_kernels() -> list[str]:
 def kernel_extra(framework: str, device: str, version: str = "") -> dict:
     """The kernel's own environment variables: the framework's log and device
     settings, and for a pinned version its key (hand runs go to runs/<key>/)."""
-    extra = dict(FRAMEWORK_KERNEL_ENV.get(framework, {}))
-    if device == "gpu":
-        extra.pop("MGE_DEFAULT_DEVICE", None)
-        extra.update(GPU_KERNEL_ENV, **FRAMEWORK_GPU_KERNEL_ENV.get(framework, {}))
+    extra = dict(GPU_KERNEL_ENV) if device == "gpu" else {}
+    extra.update(framework_kernel_env(framework, device))
     if version:
         extra[FRAMEWORK_KEY_ENV] = key(framework, version)
     return extra

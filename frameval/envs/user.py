@@ -18,7 +18,7 @@ from ..catalog import BY_KEY, framework_name
 from ..locks import file_lock
 from ..paths import envs_dir
 from .installers import EnvBuildError, failure_line, install_packages
-from .kernels import FRAMEWORK_KERNEL_ENV, kernel_extra, kernel_name, register_kernel
+from .kernels import framework_kernel_env, kernel_extra, kernel_name, register_kernel
 from .model import Env
 from .spec import spec_path
 from .specfile import parse_spec
@@ -63,7 +63,7 @@ def probe_user_python(framework: str, python: str, timeout: float = 600) -> dict
     if exe.is_dir() or not os.access(exe, os.X_OK):
         raise UserEnvError(f"{label}: not an executable file (give the interpreter, e.g. <env>/bin/python)")
     module = (BY_KEY[framework].import_name if framework in BY_KEY else framework)
-    env = dict(os.environ, **FRAMEWORK_KERNEL_ENV.get(framework, {}), PYTHONWARNINGS="ignore")
+    env = dict(os.environ, **framework_kernel_env(framework), PYTHONWARNINGS="ignore")
     for var in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV"):
         env.pop(var, None)
     try:

@@ -1,8 +1,7 @@
-"""Framework-specific helpers shared by one framework's three notebooks (an
-optimizer with the spec's Adam formula, log silencers, device setup).
-
-Each `<framework>_support.py` imports its framework and is only ever imported
-inside that framework's own environment; nothing here is framework-neutral
-(that lives in `frameval.nb`). The cache key of a run includes its
-framework's support module.
+"""Framework-neutral code that runs inside a framework's environment, as a
+script (`python -m frameval.fw.behaviour FRAMEWORK`, `python -m frameval.fw.gemm
+FRAMEWORK THREADS`): the behaviour cases, the common mistakes, the GEMM timer.
+Each framework's own side of them (its adapter, its spelling of the mistakes,
+its matrix product) is a part of its folder, frameval/frameworks/<fw>/, loaded
+by name (`frameworks.part`).
 """

@@ -67,9 +67,9 @@ def run_cases(xp) -> dict:
 def main(framework: str) -> dict:
     import warnings
     warnings.simplefilter("ignore")  # deprecation chatter is not a behaviour
-    from frameval.fw.behaviour_adapters import ADAPTERS
+    from frameval.fw.behaviour_adapters import adapter
     from frameval.fw import mistakes
-    xp = ADAPTERS[framework]()
+    xp = adapter(framework)()
     return {"framework": framework, "version": xp.version(), "api": xp.api, "numpy": np.__version__,
             "cases": run_cases(xp), "mistakes": mistakes.run_all(framework, xp.sync)}
 

@@ -8,8 +8,8 @@ command with TF32 off reused three TF32 results. So:
 - the check always runs at full float32 (`strict`), whatever training runs at;
 - `precision = "highest"` (-p precision=highest) trains at full float32 too;
 - result.json records the math mode training ran in (`mode`), beside the
-  determinism switches (nb/determinism.py: the same table shape, so the two
-  can move into one per-framework folder together);
+  determinism switches (nb/determinism.py); each framework's switches of both
+  kinds are its folder's part (frameval/frameworks/<fw>/switches.py);
 - the runner's cache key hashes the variables in ENV (execute.key_parts), so a
   result made under other arithmetic is never reused.
 
@@ -22,13 +22,16 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sys
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from .. import frameworks
 from ..arithmetic import ENV, env_part
 from ..catalog import PRECISIONS  # noqa: F401 - -p precision=...: the framework's defaults, or full float32
+from .determinism import framework_module
+
 UNSET = "unset"
+
 
 @dataclass(frozen=True)
 class Switch:
@@ -46,74 +49,30 @@ class Switch:
     obeys_nvidia_override: bool = True
 
 
-def _path(mod, path):
-    for part in path.split("."):
+def path(mod, dotted):
+    for part in dotted.split("."):
         mod = getattr(mod, part)
     return mod
 
 
-def _attr(prefix, path, strict, cuda_only=True):
-    owner, _, leaf = path.rpartition(".")
-    return Switch(f"{prefix}.{path}", lambda m: _path(m, path), strict,
-                  lambda m, v: setattr(_path(m, owner) if owner else m, leaf, v), cuda_only)
+def attr_switch(prefix, dotted, strict, cuda_only=True):
+    """A switch that is an attribute of the framework module at `dotted`, set by assignment."""
+    owner, _, leaf = dotted.rpartition(".")
+    return Switch(f"{prefix}.{dotted}", lambda m: path(m, dotted), strict,
+                  lambda m, v: setattr(path(m, owner) if owner else m, leaf, v), cuda_only)
 
 
-def _torch_matmul_precision():
-    return Switch("torch.get_float32_matmul_precision()", lambda m: m.get_float32_matmul_precision(), "highest",
-                  lambda m, v: m.set_float32_matmul_precision(v), cuda_only=False)  # "medium" is bfloat16 on the CPU too
+SET_HERE: dict = {}  # setter-only switches: what frameval set in this process
 
 
-def _tf_tf32():
-    return Switch("tf.config.experimental.tensor_float_32_execution_enabled()",
-                  lambda m: m.config.experimental.tensor_float_32_execution_enabled(), False,
-                  lambda m, v: m.config.experimental.enable_tensor_float_32_execution(v))
+def table(framework: str) -> tuple:
+    """[Switch]: the framework's switches part (frameworks/<fw>/switches.py: PRECISION).
+    Frameworks whose TF32 use no switch of their own exposes have none: they are
+    governed by NVIDIA_TF32_OVERRIDE alone."""
+    part = frameworks.part_or_none(framework, "switches")
+    return tuple(getattr(part, "PRECISION", ()))
 
 
-def _jax_precision():
-    # Unset (None) is "default": TF32 for float32 on NVIDIA GPUs since Ampere, full float32 on the CPU.
-    def read(m):
-        v = m.config.jax_default_matmul_precision
-        return "default" if v is None else v
-
-    def write(m, v):
-        m.config.update("jax_default_matmul_precision", None if v == "default" else v)
-    return Switch("jax_default_matmul_precision", read, "highest", write,
-                  strict_also=("float32", "HIGHEST"), obeys_nvidia_override=False)
-
-
-def _paddle(name):
-    return Switch(f"paddle.base.core.{name}()", lambda m: getattr(m.base.core, name)(), False,
-                  lambda m, v: getattr(m.base.core, name.replace("get_", "set_"))(v))
-
-
-def _mindspore(name, default):
-    # MindSpore has setters only (mindspore.device_context.gpu.op_precision); the
-    # value read back is what frameval set, else the documented default.
-    def write(m, v):
-        conf = _path(m, "device_context.gpu.op_precision")
-        if not hasattr(conf, "GPUOpPrecisionConf"):  # a CPU build: its setter would ignore the first call, then fail
-            raise RuntimeError("MindSpore's CPU build has no GPUOpPrecisionConf: no GPU precision to set")
-        getattr(conf, name)(v)
-        _SET[("mindspore", name)] = v
-    return Switch(f"mindspore.device_context.gpu.op_precision.{name}", lambda m: _SET.get(("mindspore", name), default),
-                  False, write, default=default)
-
-
-_SET: dict = {}  # setter-only switches: what frameval set in this process
-
-# framework -> (the module it is imported as, [Switch]). Frameworks whose TF32
-# use no switch of their own exposes are governed by NVIDIA_TF32_OVERRIDE alone.
-SWITCHES = {
-    "torch": ("torch", [_attr("torch", "backends.cuda.matmul.allow_tf32", False),
-                        _attr("torch", "backends.cudnn.allow_tf32", False),
-                        _torch_matmul_precision()]),
-    "tensorflow": ("tensorflow", [_tf_tf32()]),
-    "jax": ("jax", [_jax_precision()]),
-    "paddle": ("paddle", [_paddle("get_cublas_switch"), _paddle("get_cudnn_switch")]),
-    "mindspore": ("mindspore", [_mindspore("matmul_allow_tf32", False), _mindspore("conv_allow_tf32", True)]),
-    "megengine": ("megengine", []),
-    "mxnet": ("mxnet", []),
-}
 NOT_EXPOSED = "not exposed: TF32 follows the CUDA libraries' defaults and NVIDIA_TF32_OVERRIDE"
 
 
@@ -123,10 +82,9 @@ def _plain(v):
 
 def switches(framework: str) -> dict:
     """{switch: its value in this process}; None where it cannot be read."""
-    module_name, table = SWITCHES.get(framework, ("", []))
-    mod = sys.modules.get(module_name)
+    mod = framework_module(framework)
     out = {}
-    for sw in table:
+    for sw in table(framework):
         try:
             out[sw.name] = _plain(sw.read(mod))
         except Exception:  # noqa: BLE001 - a version without the switch: not readable, never a crash
@@ -150,9 +108,8 @@ def _acts(sw, device: str, environ) -> bool:
 def lowered(framework: str, device: str, environ=None) -> list:
     """The switches that let this process compute float32 below full precision on `device`."""
     env = os.environ if environ is None else environ
-    module_name, table = SWITCHES.get(framework, ("", []))
     values = switches(framework)
-    return [sw.name for sw in table if _acts(sw, device, env) and values.get(sw.name) is not None
+    return [sw.name for sw in table(framework) if _acts(sw, device, env) and values.get(sw.name) is not None
             and not _is_strict(sw, values[sw.name])]
 
 
@@ -165,7 +122,7 @@ def effective(framework: str, device: str, environ=None) -> str:
         low.append(f"ONEDNN_DEFAULT_FPMATH_MODE={fpmath}")
     if low:
         return "below float32 allowed: " + ", ".join(low)
-    if device == "gpu" and env.get("NVIDIA_TF32_OVERRIDE") != "0" and not SWITCHES.get(framework, ("", []))[1]:
+    if device == "gpu" and env.get("NVIDIA_TF32_OVERRIDE") != "0" and not table(framework):
         return "float32, TF32 possible (" + NOT_EXPOSED + ")"
     return "float32"
 
@@ -173,9 +130,8 @@ def effective(framework: str, device: str, environ=None) -> str:
 def mode(framework: str, device: str, precision: str = "default", environ=None) -> dict:
     """What result.json records as the math mode the training ran in."""
     env = os.environ if environ is None else environ
-    table = SWITCHES.get(framework, ("", []))[1]
     return {"precision": precision, "effective": effective(framework, device, env),
-            "switches": switches(framework) if table else {"(framework)": NOT_EXPOSED},
+            "switches": switches(framework) if table(framework) else {"(framework)": NOT_EXPOSED},
             "env": {k: env.get(k, UNSET) for k in ("NVIDIA_TF32_OVERRIDE", "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE",
                                                    "JAX_DEFAULT_MATMUL_PRECISION", "ONEDNN_DEFAULT_FPMATH_MODE")},
             "other_env": {k: v for k, v in env_part(env).items()
@@ -187,11 +143,10 @@ def make_strict(framework: str, device: str, environ=None) -> list:
     """Sets every switch that lowers float32 on `device` to full float32;
     -> [(switch, its value before)] in the order set (restore in reverse)."""
     env = os.environ if environ is None else environ
-    module_name, table = SWITCHES.get(framework, ("", []))
-    mod = sys.modules.get(module_name)
+    mod = framework_module(framework)
     values = switches(framework)
     changed = []
-    for sw in table:
+    for sw in table(framework):
         before = values.get(sw.name)
         if sw.set is None or before is None or not _acts(sw, device, env) or _is_strict(sw, before):
             continue
@@ -201,9 +156,8 @@ def make_strict(framework: str, device: str, environ=None) -> list:
 
 
 def restore(framework: str, changed: list) -> None:
-    module_name, table = SWITCHES.get(framework, ("", []))
-    mod = sys.modules.get(module_name)
-    by_name = {sw.name: sw for sw in table}
+    mod = framework_module(framework)
+    by_name = {sw.name: sw for sw in table(framework)}
     for name, before in reversed(changed):
         by_name[name].set(mod, before)
 

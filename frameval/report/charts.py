@@ -18,11 +18,12 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib import font_manager  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
+from .. import frameworks  # noqa: E402
 from . import fmt  # noqa: E402
 from .spec import FRAMEWORKS  # noqa: E402
 
-PALETTE = {"torch": "#ee4c2c", "tensorflow": "#ff8f00", "paddle": "#2932e1", "mindspore": "#2ca02c",
-           "megengine": "#9467bd", "mxnet": "#17becf", "jax": "#6a3d9a"}
+# Each framework's colour is in its record (frameworks/<fw>/__init__.py); one
+# without a colour, or a name that is no framework, takes one of these.
 EXTRA = ("#8c564b", "#e377c2", "#7f7f7f", "#bcbd22")
 PLOT_MAX = 1e100  # larger magnitudes overflow an axis with its margins: not drawn (the tables show them)
 CJK_FILES = ("NotoSansCJKsc-Regular.otf", "NotoSansCJK-Regular.ttc", "NotoSansSC-Regular.otf",
@@ -113,7 +114,8 @@ class Charts:
 
     @staticmethod
     def color(fw: str, i: int = 0) -> str:
-        return PALETTE.get(fw, EXTRA[i % len(EXTRA)])
+        rec = frameworks.find(fw)
+        return rec.colour if rec and rec.colour else EXTRA[i % len(EXTRA)]
 
     # ----------------------------------------------------------- charts
     def bars(self, name, title, ylabel, items, errors=None, note=None):

@@ -15,8 +15,6 @@ from .model import run_windows
 from .modes import verdict
 
 SAME = ("fw", "version", "workload", "mode", "device", "host")
-# Where the API cannot be given the data as the basic loop has it, the row says so.
-DATA_NOTES = {"mindspore": "api_data_mindspore"}
 NOT_COMPARED = ("api", "out_dir")  # the parameters a pair may differ in
 
 
@@ -97,9 +95,15 @@ def api_section(rows, S, repo) -> dict | None:
     body = [_table_row(ln, S) for ln in found]
     return {"table": {"id": "table-api", "headers": heads, "rows": body, "sortable": True},
             "intro": S("api_intro"), "lines": found,
-            "notes": [S(DATA_NOTES[fw]) for fw in dict.fromkeys(ln["h"].fw for ln in found) if fw in DATA_NOTES]
+            "notes": [S(note) for note in dict.fromkeys(_data_note(ln["h"].fw) for ln in found) if note]
             + without_api(rows, {ln["h"].fw for ln in found}, S),
             "unpaired": S("api_unpaired") if not found else ""}
+
+
+def _data_note(fw: str) -> str:
+    """Where the API cannot be given the data as the basic loop has it, the strings key
+    of the note that says so (the framework's record: high_api_note)."""
+    return BY_KEY[fw].high_api_note if fw in BY_KEY else ""
 
 
 def _table_row(ln, S) -> list:

@@ -1,7 +1,7 @@
 """PyTorch helpers shared by notebooks/torch/{lenet,dcgan,lstm}.ipynb.
 
     rec = nb.Recorder(...)                         # thread env vars first
-    from frameval.fw import torch_support as fw
+    from frameval.frameworks.torch import support as fw
     dev = fw.setup(rec, mode, device, seed)        # threads (read back), compile settings, device hooks
 
 - `setup`: threads set and read back, inductor and dynamo settings for graph

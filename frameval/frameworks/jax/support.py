@@ -4,7 +4,7 @@ Importing this module does NOT import JAX: XLA reads its flags and sizes its CPU
 thread pool when the backend starts, so the setup cell calls `setup` first:
 
     rec = nb.Recorder(...)                         # thread env vars first
-    from frameval.fw import jax_support as fw
+    from frameval.frameworks.jax import support as fw
     dev = fw.setup(rec, mode, device, seed)        # XLA flags + CPU affinity, then `import jax`
     import jax, jax.numpy as jnp, flax.linen as nn, optax
 

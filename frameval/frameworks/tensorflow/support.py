@@ -5,7 +5,7 @@ quietly: file descriptor 2 is silenced around the import and the Python loggers 
 set to ERROR. So the setup cell imports it right after `rec = nb.Recorder(...)`:
 
     rec = nb.Recorder(...)                      # thread env vars first
-    from frameval.fw import tensorflow_support as fw
+    from frameval.frameworks.tensorflow import support as fw
     import tensorflow as tf                     # already imported, now silently
     fw.set_threads(rec)                         # before the first op; read back
     dev, gpu_hooks = fw.choose_device(device)

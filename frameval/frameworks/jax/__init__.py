@@ -1,0 +1,12 @@
+"""JAX (Flax + optax), the seventh: its record (standard library only; frameval/frameworks/__init__.py)."""
+from ..record import Framework
+
+FRAMEWORK = Framework(
+    "jax", "JAX", order=7, aliases=("flax",), packages=("jax", "jaxlib", "flax", "optax"), notes="jax.md",
+    colour="#6a3d9a",
+    # issue #48: XLA preallocates 75% of a GPU's memory by default, so its peak read the
+    # pool's size (JAX "184 MB, driver 64,416 MB" on the first H100 run), not what the run used
+    gpu_kernel_env={"XLA_PYTHON_CLIENT_PREALLOCATE": "false"},
+    workarounds={
+        "flax-batchnorm-biased-var": r"fw\.SpecBatchNorm\(",
+    })

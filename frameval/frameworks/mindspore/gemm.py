@@ -1,0 +1,22 @@
+"""MindSpore's own float32 matrix product, set up as its notebooks set it up (frameval/fw/gemm.py
+times it). Standard library + the framework, loaded only in its own environment."""
+from __future__ import annotations
+
+import os
+
+from frameval.fw.gemm import inputs
+from frameval.idle import best_time
+
+
+def gemm(n, threads):
+    """-> (version, the op's name, idle.best_time's timing) of an n x n float32 product on `threads`."""
+    os.environ.setdefault("GLOG_v", "4")
+    os.environ.setdefault("ONEDNN_MAX_CPU_ISA", "AVX2")  # as the notebooks (the defect workaround)
+    import mindspore as ms
+    from mindspore import Tensor, ops
+    ms.set_context(mode=ms.PYNATIVE_MODE)
+    ms.set_device("CPU")
+    ms.device_context.cpu.op_tuning.threads_num(threads)
+    a, b = (Tensor(x) for x in inputs(n))
+    sync = getattr(getattr(ms, "runtime", None), "synchronize", None) or (lambda: None)
+    return ms.__version__, "mindspore.ops.matmul", best_time(lambda: ops.matmul(a, b), sync)

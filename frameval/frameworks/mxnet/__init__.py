@@ -1,0 +1,10 @@
+"""MXNet: its record (standard library only; frameval/frameworks/__init__.py)."""
+from ..record import Framework
+
+FRAMEWORK = Framework(
+    "mxnet", "MXNet", order=6, aliases=("mx",), packages=("mxnet", "mxnet-cu"), notes="mxnet.md",
+    high_api="mxnet.gluon.contrib.estimator.Estimator", colour="#17becf",
+    workarounds={
+        "deconv-1ch-input-grad": r"F\.Convolution\(",
+        "adam-eps": r"fw\.Adam\(",
+    })

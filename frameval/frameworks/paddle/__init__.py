@@ -1,0 +1,15 @@
+"""PaddlePaddle: its record (standard library only; frameval/frameworks/__init__.py)."""
+from ..record import Framework
+
+FRAMEWORK = Framework(
+    "paddle", "PaddlePaddle", order=3, aliases=("paddlepaddle",), packages=("paddlepaddle", "paddlepaddle-gpu"),
+    notes="paddle.md", high_api="paddle.Model.fit", colour="#2932e1",
+    # GLOG_v is verbosity to Paddle (4 = very loud), the opposite of MindSpore's
+    kernel_env={"GLOG_v": "0", "GLOG_minloglevel": "2"},
+    # A run's caches live in its folder, and Paddle's dy2static reads its call stacks
+    # back by splitting on ",": under a path with a comma every graph run fails with
+    # "invalid literal for int()" (seen; files.TAG_SEP).
+    graph_path_forbids=",", graph_path_why="a comma (its dy2static splits its call stacks on ',')",
+    workarounds={
+        "to-static-whole-step": r"why=\"the Adam update runs in the dynamic graph",
+    })

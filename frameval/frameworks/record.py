@@ -1,0 +1,50 @@
+"""What a framework is, as data: one `Framework` per folder of frameval/frameworks/
+(its `__init__.py` holds it as `FRAMEWORK`). Standard library only: the runner
+reads the records before its own environment exists, and the notebook kernels
+(Python 3.8 to 3.12, some with an old numpy) read them too."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+# eq=False: the records hold dicts, and are looked up by key, never hashed by value.
+@dataclass(frozen=True, eq=False)
+class Framework:
+    key: str                # the name in folders, kernels and --frameworks
+    display: str            # how the report and the kernels' display names write it
+    order: int              # its place in the default matrix and the report
+    aliases: tuple = ()     # other names --frameworks accepts
+    packages: tuple = ()    # pip distributions that carry its version; the first is the one its spec pins
+    notes: str = ""         # its page under docs/frameworks/
+    module: str = ""        # what `import` loads it (default: the key)
+    high_api: str = ""      # its high-level training API ("" : it has none)
+    high_api_note: str = ""  # a strings key: why its high-API row cannot be given the data as the loop has it
+    colour: str = ""        # its line and bar colour in the report's charts ("": one of the spare colours)
+    # Kernel environment variables (kernel.json): on every device, on the CPU only, on a GPU only.
+    kernel_env: dict = field(default_factory=dict)
+    cpu_kernel_env: dict = field(default_factory=dict)
+    gpu_kernel_env: dict = field(default_factory=dict)
+    # Characters its graph mode cannot have in the output path ("": any path works), and
+    # what --out's error says after "fails under a path with".
+    graph_path_forbids: str = ""
+    graph_path_why: str = ""
+    # {defect id: regex}: a notebook or support module matching the regex applies that
+    # workaround and must declare it with rec.workaround (tests/test_defects.py).
+    workarounds: dict = field(default_factory=dict)
+
+    @property
+    def import_name(self) -> str:
+        return self.module or self.key
+
+    @property
+    def package(self) -> str:
+        """The distribution that is "the framework" (its spec pins it; install facts read its wheel)."""
+        return self.packages[0] if self.packages else self.key
+
+    def kernel(self, device: str = "cpu", gpu_spec: bool = True) -> str:
+        """The kernel's name: a GPU kernel only where a GPU spec exists."""
+        return f"frameval-{self.key}" + ("-gpu" if device == "gpu" and gpu_spec else "")
+
+    def kernel_vars(self, device: str) -> dict:
+        """The framework's own kernel variables on `device`."""
+        return {**self.kernel_env, **(self.gpu_kernel_env if device == "gpu" else self.cpu_kernel_env)}
