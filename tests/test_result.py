@@ -1,4 +1,4 @@
-"""The readers' side of result.json (frameval/result.py) and the one version
+"""The readers' side of result.json (frameval/result) and the one version
 sort key (frameval/versionkey.py): standard library, no files."""
 import pytest
 
