@@ -16,7 +16,6 @@ environment exists.
 from __future__ import annotations
 
 import contextlib
-import json
 import time
 from pathlib import Path
 
