@@ -53,6 +53,8 @@ if __name__ == "__main__":
     bootstrap_script(__file__)  # returns inside the runner environment
 
 from frameval import data, envs, execute, notebook as nbfile  # noqa: E402
+from frameval.files import read_json  # noqa: E402
+from frameval.result import load as load_result  # noqa: E402
 from frameval.plan import build_plan  # noqa: E402
 
 
@@ -166,7 +168,7 @@ def run_plain(env, run, d: Path) -> dict:
     # the kernel's own environment variables (kernel.json), so A and B differ only in the harness
     kernel = env.kernel or envs.kernel_name(run.framework, run.device)
     try:
-        kenv = json.loads((envs.kernels.JUPYTER_DIR / "kernels" / kernel / "kernel.json").read_text())["env"]
+        kenv = read_json(envs.kernels.JUPYTER_DIR / "kernels" / kernel / "kernel.json")["env"]
     except (OSError, ValueError, KeyError):
         kenv = {**envs.kernel_env(), **envs.framework_kernel_env(run.framework)}
     penv = dict(os.environ, **kenv)
@@ -179,7 +181,7 @@ def run_plain(env, run, d: Path) -> dict:
     if not (d / "plain.json").exists():  # the stand-in's write() was never reached
         raise SystemExit(f"plain script ran but wrote no plain.json: the notebook's last cell no longer reaches "
                          f"PlainRecorder.write (see PRELUDE in bench/overhead.py); script {script}")
-    r = json.loads((d / "plain.json").read_text())
+    r = read_json(d / "plain.json")
     return {"wall": wall, "import": r["import_s"], "epochs": r["epochs"], "load": (l0, load())}
 
 
@@ -189,7 +191,7 @@ def run_frameval(env, run, d: Path) -> dict:
     t_launch = time.time()
     out = execute.execute(run, d, env.kernel or envs.kernel_name(run.framework, run.device), parts)
     t_exit = time.time()
-    r = json.loads((d / "result.json").read_text())
+    r = load_result(d / "result.json")
     if out.status != "ok":
         raise SystemExit(f"frameval run failed: {out.error}\nsee {d}")
     return {"wall": out.seconds, "import": r["import_s"], "epochs": [e["seconds"] for e in r["epochs"]],
@@ -204,7 +206,7 @@ def timeline(output_nb: Path, t_launch: float, t_exit: float) -> dict:
     def ts(s):
         return datetime.fromisoformat(s).replace(tzinfo=timezone.utc).timestamp()
     try:
-        nb = json.loads(output_nb.read_text())
+        nb = read_json(output_nb)
         meta = nb["metadata"]["papermill"]
         cells = [c["metadata"]["papermill"] for c in nb["cells"] if c["metadata"].get("papermill", {}).get("start_time")]
         first = ts(cells[0]["start_time"])

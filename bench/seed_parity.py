@@ -48,6 +48,7 @@ if __name__ == "__main__":
     bootstrap_script(__file__)  # returns inside the runner environment
 
 from frameval import data, envs, execute  # noqa: E402
+from frameval.result import load as load_result  # noqa: E402
 from frameval.paths import data_cache_dir  # noqa: E402
 from frameval.plan import build_plan, notebook_path  # noqa: E402
 
@@ -238,7 +239,7 @@ def run_frameval(env, fw, a, d: Path) -> list:
     out = execute.execute(run, d, envs.kernel_name(fw), execute.key_parts(run, env.freeze))
     if out.status != "ok":
         raise RuntimeError(f"frameval {fw}/dcgan failed: {out.error} (see {d})")
-    return [e["seconds"] for e in json.loads((d / "result.json").read_text())["epochs"]]
+    return [e["seconds"] for e in load_result(d / "result.json")["epochs"]]
 
 
 def main(argv=None) -> int:

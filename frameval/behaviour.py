@@ -83,11 +83,8 @@ def record(out_dir, say=print, env_by_fw: dict | None = None, use_cache: bool = 
 
 def read(folder) -> dict | None:
     """`<folder>/behaviour.json`, or None."""
-    try:
-        m = json.loads((Path(folder) / BEHAVIOUR).read_text(encoding="utf-8"))
-        return m if isinstance(m, dict) else None
-    except (OSError, ValueError):
-        return None
+    m = files.read_json(Path(folder) / BEHAVIOUR, None)
+    return m if isinstance(m, dict) else None
 
 
 def _load():

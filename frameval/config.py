@@ -24,7 +24,7 @@ from pathlib import Path
 
 from . import constraints, executors, files, frameworks
 from .catalog import FRAMEWORKS, PROFILE_TIMEOUT_S, canonical_framework
-from .checks import check_env_backend, check_lang, check_threshold
+from .optionchecks import check_env_backend, check_lang, check_threshold
 from .exits import BadInput
 from .executors.slurm_config import SlurmConfig
 from .paths import REPO

@@ -56,10 +56,9 @@ def run(env, module: str, args: list, env_vars: dict | None = None, timeout: flo
     args = [str(a) for a in args]
     path = cache_path(env, module, args, env_vars, also)
     if use_cache:
-        try:
-            return dict(json.loads(path.read_text(encoding="utf-8")), cached=True)
-        except (OSError, ValueError):
-            pass
+        cached = files.read_json(path, None)
+        if isinstance(cached, dict):
+            return dict(cached, cached=True)
     child = dict(os.environ, **env_vars)
     child["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH", "")]))
     work = cache_dir() / "work"  # what a framework writes in its working folder (MindSpore's dumps) stays here

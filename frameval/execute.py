@@ -29,7 +29,8 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import arithmetic, cpu, files, results, sources, workloads
+from . import arithmetic, cpu, files, sources, workloads
+from .result import load as load_result, store
 from . import notebook as nbfile
 from .envs import jupyter_env
 from .envs.kernels import kernel_extra
@@ -46,7 +47,7 @@ def _sha(text: str | bytes) -> str:
 def data_checksum(run: Run) -> str:
     name = workloads.get(run.workload).data_name(run.params)
     try:
-        return json.loads((data_cache_dir() / f"{name}.json").read_text())["sha256"][:16]
+        return files.read_json(data_cache_dir() / f"{name}.json")["sha256"][:16]
     except (OSError, ValueError, KeyError):
         return "missing"
 
@@ -89,10 +90,10 @@ class Decision:
 def decide(run: Run, d: Path, parts: dict, force: bool) -> Decision:
     if force:
         return Decision(True, "forced")
-    res = d / results.RESULT
+    res = d / store.RESULT
     if not res.exists():
         return Decision(True, "no result yet")
-    old = results.read_result(res)
+    old = load_result(res)
     if old.get("status") != "ok":
         return Decision(True, f"last run {old.get('status', 'unknown')}")
     old_parts = old.get("cache_parts") or {}
@@ -354,20 +355,20 @@ def execute(run: Run, d: Path, kernel: str, parts: dict, timeout: float | None =
     cancel = cancel or Cancel()  # a Slurm node: Slurm's own signals end the job
     if cancel.is_set():
         raise Interrupted()
-    results.clear_for_run(d)
+    store.clear_for_run(d)
     params = dict(run.params, out_dir=str(d))
     load_papermill()  # once per invocation, outside the run's clock
     t0, started = time.perf_counter(), time.time()
     proc = start_papermill(run.notebook, d / files.OUTPUT_NB, params, kernel, d, d / files.PAPERMILL_LOG, start_timeout)
     error = _wait(proc, timeout, d, cancel)
     secs = time.perf_counter() - t0
-    res = results.finished_record(d) if error is None and proc.returncode == 0 else None
+    res = store.finished_record(d) if error is None and proc.returncode == 0 else None
     if res is None and error is None:
         error = notebook_error(d / files.OUTPUT_NB, d / files.PAPERMILL_LOG, proc.returncode)
     runner_fields = dict(extra or {}, cache_parts=parts, cache_key=cache_key(parts), wall_s=round(secs, 2),
                          executed=time.strftime("%Y-%m-%dT%H:%M:%S"),
                          runner_clock={"start": started, "end": started + secs})  # frameval/phases.py
-    res = results.complete(d, run, res, error, runner_fields, env_fields)
+    res = store.complete(d, run, res, error, runner_fields, env_fields)
     if error is None:
         return Outcome(res["status"], secs, "" if res["status"] == "ok" else res.get("error", {}).get("message", ""))
     if error[0] == "Interrupted":
@@ -387,7 +388,7 @@ def _wait(proc, timeout, d: Path, cancel: Cancel) -> tuple | None:
             proc.kill()
             proc.wait()
             error = "Timeout", f"run exceeded --timeout {timeout:g} s and was killed"
-    finished = error is None and proc.returncode == 0 and results.finished_record(d) is not None
+    finished = error is None and proc.returncode == 0 and store.finished_record(d) is not None
     if cancel.is_set() and not finished:
         proc.kill()  # the kernel's group too, if the child was gone first
         error = "Interrupted", "the runner was interrupted (SIGINT/SIGTERM) during this run"
@@ -399,7 +400,7 @@ def notebook_error(output_nb: Path, log: Path, returncode) -> tuple:
     """The failing cell's error (type, message, traceback) from the executed
     notebook, else what papermill logged (a dead kernel, a start failure)."""
     try:
-        nb = json.loads(output_nb.read_text())
+        nb = files.read_json(output_nb)
         for c in nb.get("cells", []):
             for o in c.get("outputs", []):
                 if o.get("output_type") == "error" and o.get("ename") != "PapermillExecutionError":

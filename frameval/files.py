@@ -132,6 +132,21 @@ def atomic_write_json(path, obj, default=jsonable, fsync: bool = True, **dump_kw
     return atomic_write(path, json.dumps(obj, default=default, **dump_kw), fsync=fsync)
 
 
+_RAISE = object()
+
+
+def read_json(path, default=_RAISE):
+    """The JSON file at `path` (utf-8): the one way frameval reads one back.
+    With `default`, a file that is missing, unreadable or not JSON reads as it;
+    without, the OSError or ValueError is raised for the caller to name."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        if default is _RAISE:
+            raise
+        return default
+
+
 def atomic_copy(src, dst) -> Path:
     import shutil
     with replacing(dst) as tmp:

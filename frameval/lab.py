@@ -14,7 +14,6 @@ report links), so the executed notebook sits with its run.
 """
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from pathlib import Path
@@ -45,11 +44,8 @@ def sync_notebooks(src: Path | None = None, dst: Path | None = None, echo=print)
     src = Path(src or REPO / "notebooks")
     dst = Path(dst or lab_dir() / "notebooks")
     dst.mkdir(parents=True, exist_ok=True)
-    try:
-        copied = json.loads((dst / MANIFEST).read_text())
-        copied = copied if isinstance(copied, dict) else {}
-    except (OSError, ValueError):
-        copied = {}
+    copied = files.read_json(dst / MANIFEST, {})
+    copied = copied if isinstance(copied, dict) else {}
     new, refreshed, kept = [], [], []
     for f in sorted(src.rglob("*.ipynb")):
         if ".ipynb_checkpoints" in f.parts:
@@ -145,7 +141,7 @@ def post_save_hook(model=None, os_path=None, contents_manager=None, **_):
     try:
         if not os_path or not str(os_path).endswith(".ipynb"):
             return
-        nb = json.loads(Path(os_path).read_text(encoding="utf-8"))
+        nb = files.read_json(os_path)
         root = (hand_runs_dir() / files.RUNS).resolve()
         for p in result_paths(nb):
             res = Path(p).resolve()

@@ -8,8 +8,9 @@ a Markdown teaching cell, then code cells tagged, in this order,
 from __future__ import annotations
 
 import ast
-import json
 from pathlib import Path
+
+from .files import read_json
 
 CELL_TAGS = ("parameters", "setup", "data", "model", "check", "train", "evaluate", "record")
 
@@ -21,7 +22,7 @@ class NotebookError(ValueError):
 def read(path) -> dict:
     path = Path(path)
     try:
-        return json.loads(path.read_text())
+        return read_json(path)
     except (OSError, ValueError) as e:
         raise NotebookError(f"{path}: cannot read notebook ({e})") from None
 

@@ -16,9 +16,10 @@ environment exists.
 from __future__ import annotations
 
 import contextlib
-import json
 import time
 from pathlib import Path
+
+from .files import read_json
 
 # A run's phases, in the order they happen.
 RUN_PHASES = ("kernel start", "import", "data", "model and check", "training", "evaluation points",
@@ -113,10 +114,7 @@ class CommandClock:
 
 def read(out: Path) -> dict:
     """<out>/timing.json, or {} where there is none."""
-    try:
-        return json.loads((Path(out) / TIMING).read_text())
-    except (OSError, ValueError):
-        return {}
+    return read_json(Path(out) / TIMING, {})
 
 
 def _dur(s: float) -> str:

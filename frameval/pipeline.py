@@ -17,10 +17,11 @@ import sys
 import time
 from pathlib import Path
 
-from . import __version__, behaviour, data, envs, execute, executors, files, locks, phases, probe, provenance, results
+from . import __version__, behaviour, data, envs, execute, executors, files, locks, phases, probe, provenance
 from .executors.context import ExecContext, Job
 from .paths import REPO
-from .schema import Environment, Plan
+from .result import load as load_result, store
+from .result.folder import Environment, Plan
 
 EXIT_FAILED, EXIT_INTERRUPTED, EXIT_BUSY = 1, 130, 2
 
@@ -202,7 +203,7 @@ class Pipeline:
                 parts = execute.key_parts(run, user_keys[run.fw_key])
             else:
                 parts = execute.key_parts(run, env.freeze if env.ready else "")
-            d = results.planned_dir(self.out, run)
+            d = store.planned_dir(self.out, run)
             dec = execute.decide(run, d, parts, self.config.forced(run))
             extra = "" if env.ready or run.fw_key in users else " (environment not built yet)"
             n_execute += dec.execute
@@ -220,17 +221,17 @@ class Pipeline:
         (Job or None, ok). A run whose environment did not build is recorded
         failed; one the cache reuses is marked reused; one that must execute
         becomes a Job."""
-        d = results.planned_dir(self.out, run)
+        d = store.planned_dir(self.out, run)
         env = env_by_fw.get(run.fw_key)
         label = f"[{i}/{len(self.runs)}] {run.name}{run.replicate}"
         if not isinstance(env, envs.Env):
-            results.record_failure(d, run, "EnvBuildError", str(env).splitlines()[0] if env else "no env", str(env))
+            store.record_failure(d, run, "EnvBuildError", str(env).splitlines()[0] if env else "no env", str(env))
             self.say(f"{label}: failed (environment did not build)")
             return None, False
         parts = execute.key_parts(run, env.key_text)
         dec = execute.decide(run, d, parts, self.config.forced(run))
         if not dec.execute:
-            results.mark_reused(d)
+            store.mark_reused(d)
             self.say(f"{label}: reused ({dec.why})")
             return None, True
         kernel = env.kernel or envs.kernel_name(run.framework, run.device)
@@ -261,13 +262,13 @@ class Pipeline:
             behaviour.record(self.out, self.say, {k: e for k, e in env_by_fw.items() if isinstance(e, envs.Env)})
         with self.clock("runs"):
             failed |= self.executor.execute(self.context(), jobs)
-        results.merge_repeats(self.out, self.runs, self.config.repeats)
-        return failed or results.any_failed(self.out, self.runs)
+        store.merge_repeats(self.out, self.runs, self.config.repeats)
+        return failed or store.any_failed(self.out, self.runs)
 
     def executed_results(self) -> list:
         """The result dicts this command executed (not reused), for the last line's breakdown."""
         runs = self.out / files.RUNS  # a seed's run is a run of its own (seed-<n>/ beside seed 0's)
-        rs = (results.read_result(f) for pattern in (f"*/*/{files.RESULT}", f"*/*/seed-*/{files.RESULT}")
+        rs = (load_result(f) for pattern in (f"*/*/{files.RESULT}", f"*/*/seed-*/{files.RESULT}")
               for f in runs.glob(pattern))
         return [r for r in rs if not r.get("reused")]
 

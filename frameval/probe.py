@@ -198,7 +198,7 @@ def reusable(source) -> dict:
     path = Path(source).expanduser()
     path = path / MACHINE if path.is_dir() else path
     try:
-        m = json.loads(path.read_text(encoding="utf-8"))
+        m = files.read_json(path)
     except (OSError, ValueError) as e:
         raise BadInput(f"--probe-from {source}: no machine.json can be read there ({type(e).__name__})") from None
     if not isinstance(m, dict) or "peak_gflops_all" not in m:
@@ -220,11 +220,8 @@ def reuse(out, m: dict, say=print) -> dict:
 
 def read(folder) -> dict | None:
     """`<folder>/machine.json`, or None."""
-    try:
-        m = json.loads((Path(folder) / MACHINE).read_text(encoding="utf-8"))
-        return m if isinstance(m, dict) else None
-    except (OSError, ValueError):
-        return None
+    m = files.read_json(Path(folder) / MACHINE, None)
+    return m if isinstance(m, dict) else None
 
 
 if __name__ == "__main__":

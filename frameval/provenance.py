@@ -13,7 +13,6 @@ reads it back (frameval/report/context.py). Standard library only.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import platform
 import shlex
@@ -111,10 +110,7 @@ def data_files(paths: dict) -> dict:
     out = {}
     for name, p in sorted((paths or {}).items()):
         p = Path(p)
-        try:
-            meta = json.loads(p.with_suffix(".json").read_text())
-        except (OSError, ValueError):
-            meta = {}
+        meta = files.read_json(p.with_suffix(".json"), {})
         out[name] = {"file": p.name, "sha256": files.sha256_file(p) if p.is_file() else None,
                      "content_sha256": meta.get("sha256"), "source": meta.get("source")}
     return out
@@ -135,10 +131,7 @@ def gpus() -> list:
 
 def machine(out) -> dict:
     """The machine the runs ran on, as far as a rerun needs to know whether it is the same one."""
-    try:
-        peak = json.loads((Path(out) / "machine.json").read_text())  # probe.MACHINE, written before the runs
-    except (OSError, ValueError):
-        peak = None
+    peak = files.read_json(Path(out) / "machine.json", None)  # probe.MACHINE, written before the runs
     return {"hostname": socket.gethostname(), "os": f"{platform.system()} {platform.release()}",
             "cpu": cpu.identity(), "flags": cpu.flags(), "caps": cpu.caps(),
             "caps_described": {k: cpu.describe(k) for k in cpu.caps()}, "gpus": gpus(), "peak": peak}
@@ -163,8 +156,5 @@ def write(out, config, env_by_fw: dict, data_paths: dict, runner=None) -> dict:
 
 def read(folder) -> dict | None:
     """`<folder>/provenance.json`, or None."""
-    try:
-        data = json.loads((Path(folder) / files.PROVENANCE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+    data = files.read_json(Path(folder) / files.PROVENANCE, None)
     return data if isinstance(data, dict) else None

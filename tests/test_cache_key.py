@@ -41,11 +41,11 @@ def test_another_cpu_runs_again_naming_it(tmp_path, monkeypatch):
 @pytest.mark.parametrize("fw", ["torch", "tensorflow", "paddle", "mindspore", "megengine", "mxnet", "jax"])
 def test_the_kernel_side_closure_holds_what_the_notebooks_import(fw):
     names = {p.relative_to(sources.REPO).as_posix() for p in sources.notebook_side(fw)}
-    # nb/record.py imports schema.py, files.py; check.py the catalog; paths, cpu, speed
+    # nb/record.py imports result/, files.py; check.py the catalog; paths, cpu, speed
     assert {"frameval/catalog.py", "frameval/files.py", "frameval/paths.py", "frameval/cpu.py",
             "frameval/speed.py", "frameval/nb/record.py", f"frameval/frameworks/{fw}/support.py", f"frameval/frameworks/{fw}/__init__.py"} <= names
-    # the one schema (record.py, result.py) and every workload record (check.py, weights.py: issue #36)
-    assert {"frameval/schema.py", "frameval/workloads/__init__.py", "frameval/workloads/base.py",
+    # the one result type (frameval/result: record.py) and every workload record (check.py, weights.py: issue #36)
+    assert {"frameval/result/__init__.py", "frameval/result/folder.py", "frameval/workloads/__init__.py", "frameval/workloads/base.py",
             "frameval/workloads/datasets.py", "frameval/workloads/lenet.py", "frameval/workloads/dcgan.py",
             "frameval/workloads/lstm.py"} <= names
     assert "frameval/pipeline.py" not in names and "frameval/report/build.py" not in names  # the runner's own code

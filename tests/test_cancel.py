@@ -10,7 +10,8 @@ import signal
 
 import pytest
 
-from frameval import execute, files, results
+from frameval import execute, files
+from frameval.result import store as results
 from frameval.plan import build_plan
 
 pytestmark = pytest.mark.fast

@@ -248,7 +248,7 @@ def _expected_speed(d, r, written):
     (frameval/speed.py, issue #49): the median over the folder's counted runs
     (status ok) of each run's rate, else the run's own; a steady epoch's
     samples over it."""
-    from frameval.results import run_base
+    from frameval.result.store import run_base
     runs = [x for e, x in written.items() if str(run_base(str(e))) == str(run_base(str(d)))]
     rates = [v for v in (_rate(x) for x in runs if x.get("status") == "ok") if v is not None] or \
         [v for v in [_rate(r)] if v is not None]

@@ -134,7 +134,7 @@ def test_workaround_record_reaches_result_and_report(tmp_path):
     assert ids["max-pool-tied-grad"]["substitute"] and ids["max-pool-tied-grad"]["versions"] == "1.13.0"
     from frameval.report.build import build
     from frameval.report.model import make_rows
-    from frameval.results import load_runs
+    from frameval.result.store import load_runs
     S = Strings("en")
     rows = make_rows(load_runs(str(out)), S, False, None)
     tab = defects_table(rows, ["megengine"], S, tables=[ran("megengine")])

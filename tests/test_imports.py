@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parent.parent
 # each workload's reference, and the catalog builds its tables from them.
 NB_MAY_IMPORT = {"frameval", "frameval.files", "frameval.paths", "frameval.catalog", "frameval.notebook", "frameval.cpu",
                  "frameval.speed", "frameval.target", "frameval.arithmetic",
-                 "frameval.result", "frameval.schema",
+                 "frameval.result", "frameval.result.folder",
                  "frameval.workloads", "frameval.workloads.base", "frameval.workloads.datasets",
                  "frameval.workloads.lenet", "frameval.workloads.dcgan", "frameval.workloads.lstm",
                  # the framework registry and its record type (each framework's record, which the

@@ -1,4 +1,4 @@
-"""The readers' side of result.json (frameval/result.py) and the one version
+"""The readers' side of result.json (frameval/result) and the one version
 sort key (frameval/versionkey.py): standard library, no files."""
 import pytest
 
@@ -43,3 +43,26 @@ def test_from_dict_reads_a_result_as_written():
     assert r.peak_rss_mb == "nan" and number(r.peak_rss_mb) is None  # shown as recorded, never as a number
     assert r.quality() == 0.9 and r.metric("test_acc") == 0.9 and r.raw["test_acc"] == 0.9
     assert Result.from_dict({"epochs": [{"test_acc": 0.8}], "workload": "lenet"}).quality() == 0.8
+
+
+def test_a_report_row_is_a_view_over_its_result():
+    """The report's Row declares none of a result's facts: it reads them from
+    its Result (samples_per_s, the one name both hold, is the row's median over
+    its counted runs), and a row the report could not build says the same."""
+    from dataclasses import fields
+
+    from frameval.report.i18n import Strings
+    from frameval.report.model import Row, broken_row, make_rows
+    from frameval.result import Result
+    assert {f.name for f in fields(Row)} & {f.name for f in fields(Result)} == {"samples_per_s"}
+    d = {"framework": "torch", "framework_version": "2.5.0", "workload": "lenet", "mode": "graph", "device": "cpu",
+         "status": "check_failed", "param_counts": {"conv": 150, "fc": 10}, "data": {"n_train": 64},
+         "params": {"batch_size": 16}, "samples_per_s": 100.0, "environment": {"machine": {"hostname": "vm"}},
+         "_dir": "/out/runs/torch/lenet-graph", "_source": "/out"}
+    w, = make_rows([d], Strings("en"))
+    assert (w.fw, w.workload, w.mode, w.device, w.version, w.host) == ("torch", "lenet", "graph", "cpu", "2.5.0", "vm")
+    assert (w.status, w.ok, w.check_failed, w.counted) == ("check_failed", True, True, False)
+    assert (w.id, w.size, w.params_total, w.samples_per_s) == ("out/torch/lenet-graph", (64, 16), 160, 100.0)
+    b = broken_row(w.result, "boom", Strings("en"))
+    assert (b.fw, b.workload, b.mode, b.status, b.ok, b.id) == ("torch", "lenet", "graph", "failed", False, w.id)
+    assert "boom" in b.result.error["message"]

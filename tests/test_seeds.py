@@ -182,7 +182,7 @@ def test_a_real_seeded_matrix_reports_quality_intervals_equal_to_the_result_file
         assert [r["params"]["seed"] for r in recs] == [0, 1, 2] and all(r["status"] == "ok" for r in recs)
         q = stats.seed_mean([r["test_acc"] for r in recs])
         assert f"{name} eager {q['mean'] * 100:.2f}% ({q['lo'] * 100:.2f}%–{q['hi'] * 100:.2f}%, 3 seeds)" in md
-    from frameval.results import load_runs
+    from frameval.result.store import load_runs
     rows = make_rows(load_runs(str(out), repeats=True), Strings("en"))
     assert sorted((w.fw, len(w.seeds)) for w in rows) == [("mxnet", 3), ("torch", 3)]  # one row per run, not per seed
     for w in rows:  # the table's quality cell: the mean and its interval

@@ -86,7 +86,7 @@ def _section(out):
     from frameval.report.analysis import analyse
     from frameval.report.peak import machines
     from frameval.report.scaling import workload_scaling
-    from frameval.results import load_runs
+    from frameval.result.store import load_runs
     from frameval.report.guard import Problems
     S = Strings("en")
     rows = make_rows(load_runs(str(out), repeats=True), S)

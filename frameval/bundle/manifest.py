@@ -9,13 +9,12 @@ runner environment exists.
 """
 from __future__ import annotations
 
-import json
 import os
 import platform
 import re
 from pathlib import Path
 
-from ..files import sha256_file
+from ..files import read_json, sha256_file
 
 NAME = "manifest.json"
 FORMAT = 1
@@ -61,7 +60,7 @@ def platform_fits(bundle_platform: str, here: str | None = None) -> bool:
 def read(bundle: Path) -> dict:
     path = Path(bundle) / NAME
     try:
-        data = json.loads(path.read_text())
+        data = read_json(path)
     except FileNotFoundError:
         raise BundleError(f"--offline {bundle}: no {NAME} there (not a bundle made by `run_all.py bundle`)") from None
     except (OSError, ValueError) as e:

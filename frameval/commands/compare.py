@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from . import options
-from ..checks import check_lang, check_threshold
+from ..optionchecks import check_lang, check_threshold
 from ..exits import BadInput, fail
 from ..files import RUNS
 

@@ -9,7 +9,7 @@ from . import options
 from ..catalog import FRAMEWORKS, OPT_IN_FRAMEWORKS, canonical_framework
 from ..defects import NOT_RUN, catalogue, format_table, removal_candidates, run_env, store
 from ..exits import fail
-from ..checks import check_env_backend
+from ..optionchecks import check_env_backend
 from ..exits import BadInput
 
 

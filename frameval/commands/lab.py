@@ -11,7 +11,7 @@ import sys
 from . import options
 from ..lab import prepare_hand_runs, report_command, sync_notebooks, write_server_config
 from ..plan import PlanError, framework_entries
-from ..checks import check_env_backend
+from ..optionchecks import check_env_backend
 from ..exits import BadInput, fail
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..checks import default_env_backend
+from ..optionchecks import default_env_backend
 
 ENV_BACKEND_HELP = ("auto (conda/mamba if on PATH, else venv), conda or venv; for every environment, the "
                     "runner's included (default $FRAMEVAL_ENV_BACKEND, else auto). venv installs with uv "

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from . import options
-from ..checks import check_lang, check_threshold
+from ..optionchecks import check_lang, check_threshold
 from ..exits import BadInput, fail
 
 EPILOG = """examples:

@@ -29,8 +29,9 @@ import time
 from ..paths import REPO
 from ..probe import PROBE_FROM_VAR
 
-from ..checks import check_env_backend, default_env_backend
+from ..optionchecks import check_env_backend, default_env_backend
 from ..exits import BadInput, fail
+from ..files import read_json
 
 TEST_TMP = REPO / ".frameval" / "test-tmp"
 TEST_OUTPUT = REPO / ".frameval" / "test-output"  # durations.json and the browser test's screenshots
@@ -135,9 +136,8 @@ def merge_durations(total: float, load: str) -> None:
     folder = TEST_OUTPUT
     merged = {"total_s": round(total, 1), "load": load, "passes": {}, "files": {}, "tests": {}}
     for name in ("parallel", "idle"):
-        try:
-            d = json.loads((folder / f"durations-{name}.json").read_text())
-        except (OSError, ValueError):
+        d = read_json(folder / f"durations-{name}.json", None)
+        if not isinstance(d, dict):
             continue
         merged["passes"][name] = d.get("total_s")
         for key in ("files", "tests"):

@@ -11,11 +11,11 @@ Standard library only.
 """
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..files import read_json
 from ..paths import envs_dir
 from .lockfile import build_key
 from .spec import spec_pin
@@ -55,10 +55,7 @@ class Env:
     def info(self) -> dict:
         if self.provided_by_user:
             return dict(self.user)
-        try:
-            return json.loads((self.prefix / MARKER).read_text())
-        except (OSError, ValueError):
-            return {}
+        return read_json(self.prefix / MARKER, {})
 
     @property
     def freeze(self) -> str:

@@ -25,7 +25,6 @@ a job is submitted or run.
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
@@ -36,7 +35,8 @@ import sys
 import time
 from pathlib import Path
 
-from .. import execute, files, results
+from .. import execute, files
+from ..result import load as load_result, store
 from ..paths import REPO, user_cache_dir
 
 SLURM_JSON = "slurm.json"
@@ -255,17 +255,16 @@ def finalize(d: Path, state: dict | None, run=None) -> str | None:
     """Record a finished job's outcome in `d`; returns the terminal state, or
     None while the job is still active (or was already finalized)."""
     sj = d / SLURM_JSON
-    try:
-        meta = json.loads(sj.read_text())
-    except (OSError, ValueError):
+    meta = files.read_json(sj, None)
+    if not isinstance(meta, dict):
         return None
     if meta.get("final"):
         return meta.get("state")
     st = (state or {}).get("state", "")
     if st in ACTIVE:
         return None
-    p = d / results.RESULT
-    res = results.read_result(p) if p.exists() else None
+    p = d / store.RESULT
+    res = load_result(p) if p.exists() else None
     node_done = bool(res and (res.get("slurm") or {}).get("job_id") == meta["job_id"])
     if not st:  # Slurm forgot the job (no accounting): the node's own record decides
         st = "COMPLETED" if node_done else "UNKNOWN"
@@ -279,7 +278,7 @@ def finalize(d: Path, state: dict | None, run=None) -> str | None:
         msg = node_line or (f"Slurm job {meta['job_id']} ended {st} on node {where} after "
                             f"{(state or {}).get('elapsed', '?')}" + (f": {exc}" if exc else "") +
                             (" (the job finished but wrote no result)" if st == "COMPLETED" else ""))
-        partial = res if node_done else results.load_partial(d)
+        partial = res if node_done else store.load_partial(d)
         if partial and partial.get("status") == "failed" and partial.get("error", {}).get("type") == "SlurmPending":
             partial = None
         if run is None:
@@ -288,7 +287,7 @@ def finalize(d: Path, state: dict | None, run=None) -> str | None:
                                node=(state or {}).get("node", ""), elapsed=(state or {}).get("elapsed", ""))}
         if meta.get("cache_parts"):  # never reused: a failed status always executes again
             extra.update(cache_parts=meta["cache_parts"], cache_key=execute.cache_key(meta["cache_parts"]))
-        results.record_failure(d, run, st if st != "COMPLETED" else "SlurmNoResult", msg,
+        store.record_failure(d, run, st if st != "COMPLETED" else "SlurmNoResult", msg,
                                f"--- Slurm log ({meta.get('stderr', '')}) ---\n{logs}\n"
                                f"--- papermill.log ---\n{pm}", partial, **extra)
     meta.update(final=True, state=st)
@@ -312,9 +311,8 @@ def finalize_folders(outs, say=print) -> None:
     dirs = pending_dirs(*outs)
     metas = {}
     for d in dirs:
-        try:
-            m = json.loads((d / SLURM_JSON).read_text())
-        except (OSError, ValueError):
+        m = files.read_json(d / SLURM_JSON, None)
+        if not isinstance(m, dict):
             continue
         if not m.get("final"):
             metas[d] = m
@@ -368,9 +366,9 @@ def _submit(ctx, jobs):
     the array; the submitted jobs, or None when sbatch refused (every run recorded)."""
     for job in jobs:
         job.dir.mkdir(parents=True, exist_ok=True)
-        for stale in (SLURM_JSON, results.PARTIAL):
+        for stale in (SLURM_JSON, store.PARTIAL):
             (job.dir / stale).unlink(missing_ok=True)
-        results.record_failure(job.dir, job.run, "SlurmPending", "submitted to Slurm; not finished yet")
+        store.record_failure(job.dir, job.run, "SlurmPending", "submitted to Slurm; not finished yet")
     os.environ["FRAMEVAL_CACHE_DIR"] = str(user_cache_dir())
     ex = make_executor(ctx.options, ctx.out)
     try:
@@ -380,7 +378,7 @@ def _submit(ctx, jobs):
         line = next((ln for ln in msg if "error" in ln.lower()), msg[0] if msg else repr(e))
         ctx.say(f"frameval: slurm: sbatch failed: {line}")
         for job in jobs:
-            results.record_failure(job.dir, job.run, "SlurmSubmitError", line, "\n".join(msg))
+            store.record_failure(job.dir, job.run, "SlurmSubmitError", line, "\n".join(msg))
         return None
     for job, sj in zip(jobs, submitted):
         run = job.run
@@ -438,7 +436,7 @@ def _show_state(say, label, jid, st, last) -> None:
 
 def _show_end(say, label, d, done, st, t0) -> bool:
     """The finished job's line; True if its run failed."""
-    r = results.read_result(d / results.RESULT)
+    r = load_result(d / store.RESULT)
     ok = r.get("status") == "ok"
     err = r.get("error", {})
     say(f"{label}: {'ok' if ok else 'FAILED (' + str(err.get('type', '')) + ': ' + str(err.get('message', ''))[:160] + ')'}"
@@ -449,8 +447,8 @@ def _show_end(say, label, d, done, st, t0) -> bool:
 def _gone(d: Path) -> bool:
     """Slurm knows nothing of the job and the node has recorded it: finished."""
     try:
-        meta = json.loads((d / SLURM_JSON).read_text())
-        r = results.read_result(d / results.RESULT)
+        meta = files.read_json(d / SLURM_JSON)
+        r = load_result(d / store.RESULT)
     except (OSError, ValueError):
         return False
     return (r.get("slurm") or {}).get("job_id") == meta.get("job_id")

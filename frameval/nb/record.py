@@ -25,8 +25,9 @@ from .. import speed
 from .. import files
 from .. import target as _target
 from .. import workloads
-from ..schema import SCHEMA_VERSION as SCHEMA  # noqa: F401 - the recorder's version, named here for readers
-from ..schema import Plan, new_result
+from ..result import CORRUPT, Result, new_result, save
+from ..result import SCHEMA_VERSION as SCHEMA  # noqa: F401 - the recorder's version, named here for readers
+from ..result.folder import Plan
 from . import determinism, evaluation, measure, precision
 from .params import check_api
 from ..paths import notebook_path, notebook_rel
@@ -134,12 +135,9 @@ def write_hand_plan(root) -> Path:
     root = Path(root)
     found = []
     for f in sorted((root / files.RUNS).glob(f"*/*/{RESULT}")):
-        try:
-            r = json.loads(f.read_text())
-            found.append((str(r.get("framework")), str(r.get("workload")), str(r.get("mode")), f.parent.name,
-                          str(r.get("started") or "")))
-        except (OSError, ValueError):
-            continue
+        r = Result.load(f)  # the one reader of a result (frameval/result)
+        if r.error.get("type") != CORRUPT:
+            found.append((str(r.framework), str(r.workload), str(r.mode), f.parent.name, str(r.started or "")))
     try:
         from .. import __version__ as version
     except Exception:  # noqa: BLE001
@@ -316,7 +314,7 @@ class Recorder:
         self.out = Path(out_dir) if out_dir else self.hand_run["dir"]
         self.out.mkdir(parents=True, exist_ok=True)
         self.threads = int(threads or params.get("threads") or os.cpu_count() or 1)
-        # The keys every result.json starts with: one schema (frameval/schema.py) for every writer.
+        # The keys every result.json starts with: one result type (frameval/result) for every writer.
         self.result: dict = new_result(framework, workload, self.mode, self.device, self.params, self.threads,
                                        {"python": platform.python_version(), "numpy": np.__version__,
                                         "machine": machine_info(), "gpu": None},
@@ -616,7 +614,7 @@ class Recorder:
             self.result["error"] = {"type": "NonFiniteLoss", "message": f"non-finite loss values: {bad[:3]}",
                                     "traceback": ""}
         self.result["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-        path = files.atomic_write_json(self.out / RESULT, self.result)
+        path = save(self.out / RESULT, self.result)  # the one writer of result.json (frameval/result)
         try:
             (self.out / PARTIAL).unlink()
         except OSError:

@@ -14,7 +14,7 @@ from ..catalog import WORKLOAD_BY_KEY
 from ..files import atomic_write
 from ..paths import REPO
 from ..result import Result, as_list
-from ..results import load_runs
+from ..result.store import load_runs
 from . import charts as ch
 from .audit import audit_table
 from .behaviour import behaviour_section

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from ..files import RUNS
-from ..results import load_runs, run_base
+from ..result.store import load_runs, run_base
 from .. import stats
 from ..catalog import WORKLOAD_BY_KEY
 from ..stats import P_THRESHOLD

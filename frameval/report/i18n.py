@@ -2,11 +2,11 @@
 `templates/strings/<lang>.json`; English fills any key a translation lacks."""
 from __future__ import annotations
 
-import json
 import string
 from functools import lru_cache
 from pathlib import Path
 
+from ..files import read_json
 from ..paths import REPO
 
 TEMPLATES = REPO / "templates"
@@ -16,7 +16,7 @@ LANGS = ("en", "zh")
 @lru_cache(maxsize=None)
 def _load(lang: str, root: str) -> dict:
     path = Path(root) / "strings" / f"{lang}.json"
-    return json.loads(path.read_text(encoding="utf-8"))
+    return read_json(path)
 
 
 class _Safe(dict):

@@ -4,7 +4,7 @@ audit in `audit`, the numerical check in `check`, the findings in `findings`.
 Everything here is data; the templates only lay it out.
 
 Results come from several versions of the notebooks: any field may be missing
-or of another type, which `Result.from_dict` (frameval/result.py) reads as
+or of another type, which `Result.from_dict` (frameval/result) reads as
 None or empty. Missing is "not available" (n/a), never 0.
 """
 from __future__ import annotations
@@ -16,10 +16,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .. import speed
-from ..files import PLAN, RUNS
-from ..schema import Environment, Plan
+from ..files import PLAN, RUNS, read_json
+from ..result.folder import Environment, Plan
 from ..result import COMPLETED, Result, counts
-from ..results import is_repeat_dir, is_seed_dir, run_base
+from ..result.store import is_repeat_dir, is_seed_dir, run_base
 from ..versionkey import version_key
 from . import fmt
 from .spec import MODES, WORKLOADS, framework_name, order_key
@@ -49,25 +49,18 @@ def div(a, b):
 
 
 # ------------------------------------------------------------------ loading
-def read_json(path):
-    try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
 def load_sources(sources):
     """(plans, environments) of the output folders, read through their schema
-    (frameval/schema.py: any version, every key present); absent files are skipped."""
+    (frameval/result/folder.py: any version, every key present); absent files are skipped."""
     plans, envs = [], {}
     for src in sources:
-        p = read_json(Path(src) / PLAN)
+        p = read_json(Path(src) / PLAN, None)
         if isinstance(p, dict):
             p = Plan.from_dict(p).to_dict()
             p["_source"] = str(src)
             plans.append(p)
         for f in sorted((Path(src) / "environments").glob("*.json")):
-            e = read_json(f)
+            e = read_json(f, None)
             if isinstance(e, dict):
                 fw = as_text(e.get("framework"), f.stem)
                 e = Environment.from_dict(e).to_dict()
@@ -93,26 +86,17 @@ def run_id(r: Result) -> str:
 @dataclass(frozen=True, eq=False)  # eq=False: a row is hashed by identity, the key of what is derived from it
 class Row:
     """One framework x workload x mode x device (x machine) run, repeats folded
-    in: what the tables show (w.samples_per_s: over the repeats), and the run's
-    own records: `result`, the first repeat's Result, and `extra`, the other
-    repeats' Results. Frozen: what the report derives from a row (its speed
-    interval, its share of the peak) lives beside it, in report/analysis.py."""
+    in: a view over `result`, the first repeat's Result (what the run is:
+    framework, workload, mode, status, size ... are read from it, never copied),
+    with `extra`, the other repeats' Results, what is derived over all of them
+    (the speed figures: `_timing`) and how the report names it (labels).
+    Frozen: what the report derives from a row (its speed interval, its share
+    of the peak) lives beside it, in report/analysis.py."""
     result: Result
     extra: tuple
-    fw: str
-    fw_name: str
-    workload: str
-    mode: str
-    device: str
-    version: str | None = None
-    host: str | None = None
-    status: str = "unknown"
-    ok: bool = False
-    check_failed: bool = False
-    id: str = ""
-    size: tuple = (None, None)
-    params_total: int | None = None
+    fw_name: str                        # the framework's name, with its version where several ran
     extra_failed: tuple = ()
+    # over the row's counted runs (repeats and seeds): frameval/speed.py's one estimator
     steady: float | None = None
     steady_lo: float | None = None
     steady_hi: float | None = None
@@ -124,6 +108,7 @@ class Row:
     sps_lo: float | None = None
     sps_hi: float | None = None
     noisy: bool = False
+    # labels: what tells two rows apart
     variant: str = ""
     variant_all: str = ""
     label: str = ""
@@ -131,6 +116,59 @@ class Row:
     # ((seed, (its Results: repeats)), ...): every seed of a --seeds run, each
     # with its repeats; one entry for a run of one seed (report/analysis.py's quality)
     seeds: tuple = ()
+
+    # ---------------------------------------------------------------- read from the result
+    @property
+    def fw(self) -> str:
+        return as_text(self.result.framework)
+
+    @property
+    def workload(self) -> str:
+        return as_text(self.result.workload)
+
+    @property
+    def mode(self) -> str:
+        return as_text(self.result.mode)
+
+    @property
+    def device(self) -> str:
+        return as_text(self.result.device, "cpu")
+
+    @property
+    def version(self) -> str | None:
+        return self.result.framework_version or None
+
+    @property
+    def host(self) -> str | None:
+        return self.result.host
+
+    @property
+    def status(self) -> str:
+        return as_text(self.result.status, "unknown")
+
+    @property
+    def ok(self) -> bool:
+        """It finished and measured (its check may have failed)."""
+        return self.status in COMPLETED
+
+    @property
+    def check_failed(self) -> bool:
+        return self.status == "check_failed"
+
+    @property
+    def id(self) -> str:
+        return run_id(self.result)
+
+    @property
+    def size(self) -> tuple:
+        return size_of(self.result)
+
+    @property
+    def params_total(self) -> int | None:
+        """The model's parameters, where every count was recorded as a finite number."""
+        nums = [fmt.num(v) for v in self.result.param_counts.values()]
+        complete = self.result.param_counts and all(v is not None for v in nums) and math.isfinite(sum(nums))
+        return int(sum(nums)) if complete else None
 
     @property
     def counted(self) -> bool:
@@ -199,21 +237,14 @@ def make_rows(runs, S, multi_host=False, problems=None) -> list:
 def broken_row(r: Result, reason, S) -> Row:
     """A run the report could not read: shown as failed, with the reason."""
     error = {"type": "ReportError", "message": S("row_unreadable", reason=reason), "traceback": ""}
-    shown = Result.from_dict({"_dir": r.dir, "_source": r.source, "_notebook": r.notebook, "error": error})
-    fw = as_text(r.framework)
-    return Row(shown, (), fw=fw, fw_name=framework_name(fw), workload=as_text(r.workload), mode=as_text(r.mode),
-               device=as_text(r.device, "cpu"), status="failed", id=run_id(r))
+    shown = Result.from_dict({"_dir": r.dir, "_source": r.source, "_notebook": r.notebook, "error": error,
+                              "framework": r.framework, "workload": r.workload, "mode": r.mode, "device": r.device,
+                              "status": "failed"})
+    return Row(shown, (), fw_name=framework_name(as_text(r.framework)))
 
 
 def _row(r: Result, extra, S, by_seed=()) -> Row:
-    fw = as_text(r.framework)
-    status = as_text(r.status, "unknown")
-    nums = [fmt.num(v) for v in r.param_counts.values()]
-    complete = r.param_counts and all(v is not None for v in nums) and math.isfinite(sum(nums))
-    return Row(r, tuple(extra), fw=fw, fw_name=framework_name(fw), workload=as_text(r.workload),
-               version=r.framework_version or None, mode=as_text(r.mode), device=as_text(r.device, "cpu"), host=r.host,
-               status=status, ok=status in COMPLETED, check_failed=status == "check_failed", id=run_id(r),
-               size=size_of(r), params_total=int(sum(nums)) if complete else None,
+    return Row(r, tuple(extra), fw_name=framework_name(as_text(r.framework)),
                seeds=by_seed or ((r.params.get("seed"), (r, *extra)),), **_timing(r, extra, len(by_seed) > 1))
 
 

@@ -1,7 +1,8 @@
-"""The result schema's runner side: where results live, loading them (a corrupt
-or half-written file becomes a visible failed entry, never a crash), and the
-store: the one writer of a run's result.json after its notebook (failure
-records, the runner's fields, reuse marks, repeats merged).
+"""The runner's side of a result: where results live, finding them all
+(`load_runs`), and the store: the runner's changes to a run's result.json
+after its notebook (failure records, the runner's fields, reuse marks, repeats
+merged). Every read and write goes through the result's own reader and writer
+(frameval/result/__init__.py: `load`, `save`).
 
 Layout of an output folder:
     <out>/runs/<framework>/<workload>-<mode>[-gpu]/result.json      (+ output.ipynb)
@@ -18,29 +19,12 @@ which is not read. So `--report-only --from <hand runs>` needs no other code.
 """
 from __future__ import annotations
 
-import json
 import re
 import shutil
 from pathlib import Path
 
-from .schema import failure_result
-from .files import OUTPUT_NB, PARTIAL, RESULT, RUNS, SEED_DIR, WORK, atomic_write_json, run_dir
-
-
-def read_result(path: Path) -> dict:
-    """Load one result.json; a corrupt one is returned as a failed record."""
-    path = Path(path)
-    try:
-        r = json.loads(path.read_text())
-        if not isinstance(r, dict) or "framework" not in r or "workload" not in r:
-            raise ValueError("not a frameval result (no framework/workload)")
-        return r
-    except (OSError, ValueError) as e:
-        parts = path.parent.relative_to(path.parents[2]).parts if len(path.parents) > 2 else ("?", "?")
-        fw = parts[0]
-        wl, _, mode = parts[1].partition("-") if len(parts) > 1 else ("?", "", "?")
-        return failure_result(fw, wl, mode.split("-")[0] or "?", None, {},
-                              {"type": "CorruptResult", "message": f"{path.name} unreadable: {e}", "traceback": ""})
+from ..files import OUTPUT_NB, PARTIAL, RESULT, RUNS, SEED_DIR, WORK, read_json, run_dir
+from . import failure_result, load, save
 
 
 def is_repeat_dir(d) -> bool:
@@ -65,7 +49,7 @@ def run_base(d) -> str:
 def _located(res: Path, src) -> dict:
     """The result in `res`, with where it was found: `_dir` (its run folder),
     `_source` (the output folder) and `_notebook` (the executed notebook, if there)."""
-    r = read_result(res)
+    r = load(res)
     r["_dir"] = str(res.parent)
     r["_source"] = str(src)
     nbp = res.parent / OUTPUT_NB
@@ -104,14 +88,12 @@ def failure_record(run, error_type: str, message: str, tb: str = "", partial: di
 
 
 def load_partial(d: Path) -> dict | None:
-    try:
-        return json.loads((Path(d) / PARTIAL).read_text())
-    except (OSError, ValueError):
-        return None
+    """What a run's notebook had measured when it stopped (result.partial.json), or None."""
+    return read_json(Path(d) / PARTIAL, None)
 
 
 def _write(d: Path, result: dict) -> Path:
-    return atomic_write_json(Path(d) / RESULT, result)
+    return save(Path(d) / RESULT, result)
 
 
 def clear_for_run(d: Path) -> None:
@@ -136,7 +118,7 @@ def record_failure(d: Path, run, error_type: str, message: str, tb: str = "", pa
 def finished_record(d: Path) -> dict | None:
     """The record the notebook finished with, or None if it wrote none that counts."""
     p = Path(d) / RESULT
-    res = read_result(p) if p.exists() else None
+    res = load(p) if p.exists() else None
     return res if res and res.get("status") in ("ok", "failed", "check_failed") else None
 
 
@@ -158,7 +140,7 @@ def complete(d: Path, run, res: dict | None, error: tuple | None, runner_fields:
 
 def mark_reused(d: Path) -> dict:
     """A cached result the plan reuses: marked, so the report can say so."""
-    res = read_result(Path(d) / RESULT)
+    res = load(Path(d) / RESULT)
     res["reused"] = True
     _write(d, res)
     return res
@@ -180,12 +162,12 @@ def merge_repeats(out: Path, runs, repeats: int) -> None:
         for k in range(1, repeats + 1):
             p = planned_dir(out, run, k) / RESULT
             if p.exists():
-                r = read_result(p)
+                r = load(p)
                 if r.get("status") == "ok":
                     steady.append(r.get("steady_epoch_s"))
         first = planned_dir(out, run, 1)
         if (first / RESULT).exists():
-            r = read_result(first / RESULT)
+            r = load(first / RESULT)
             r["repeats"] = steady
             _write(first, r)
 
@@ -194,11 +176,11 @@ def any_failed(out: Path, runs) -> bool:
     """Any planned run whose result is missing or not ok (other runs in the folder do not count)."""
     for run in runs:
         p = planned_dir(out, run) / RESULT
-        if not p.exists() or read_result(p).get("status") != "ok":
+        if not p.exists() or load(p).get("status") != "ok":
             return True
     return False
 
 
-__all__ = ["run_dir", "planned_dir", "read_result", "load_runs", "failure_record", "load_partial", "clear_for_run",
+__all__ = ["run_dir", "planned_dir", "load", "load_runs", "failure_record", "load_partial", "clear_for_run",
            "record_failure", "finished_record", "complete", "mark_reused", "merge_repeats", "any_failed",
            "RESULT", "PARTIAL", "WORK"]
