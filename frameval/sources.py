@@ -27,21 +27,21 @@ def _module_of(path: Path, root: Path) -> str:
     return ".".join(parts)
 
 
-def _imports(path: Path, root: Path) -> set:
+def _imports(path: Path, root: Path, top_only: bool = False) -> set:
     """The frameval modules `path` imports, at any depth of its code. Parsed
     once per file version: every run's cache key asks for the closure, and
     parsing it again took 0.65 s a run (22 minutes for a 2,016-run plan)."""
     st = path.stat()
-    return _parsed_imports(str(path), st.st_mtime_ns, st.st_size, str(root))
+    return _parsed_imports(str(path), st.st_mtime_ns, st.st_size, str(root), top_only)
 
 
 @functools.lru_cache(maxsize=1024)
-def _parsed_imports(path_text: str, mtime_ns: int, size: int, root_text: str) -> frozenset:
+def _parsed_imports(path_text: str, mtime_ns: int, size: int, root_text: str, top_only: bool = False) -> frozenset:
     path, root = Path(path_text), Path(root_text)
     mod = _module_of(path, root)
     pkg = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
     out = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in _nodes(ast.parse(path.read_text(encoding="utf-8")), top_only):
         if isinstance(node, ast.Import):
             out |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom):
@@ -54,9 +54,25 @@ def _parsed_imports(path_text: str, mtime_ns: int, size: int, root_text: str) ->
     return frozenset(m for m in out if m == "frameval" or m.startswith("frameval."))
 
 
-def closure(*modules: str, root: Path = REPO) -> list:
+def _nodes(tree, top_only: bool):
+    """Every node, or (top_only) those an import of the module runs: not the
+    bodies of functions, where a workload record loads its reference lazily."""
+    if not top_only:
+        yield from ast.walk(tree)
+        return
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            todo.extend(ast.iter_child_nodes(node))
+
+
+def closure(*modules: str, root: Path = REPO, skip=lambda name: False, top_only: bool = False) -> list:
     """The files of `modules` (dotted names) and of every frameval module they
-    import, directly or not (a package brings its __init__), sorted."""
+    import, directly or not (a package brings its __init__), sorted; a module
+    `skip(name)` holds is not followed; `top_only`: the imports a module's
+    import runs, not those in its functions."""
     seen: dict = {}
     todo = list(modules)
     while todo:
@@ -64,26 +80,58 @@ def closure(*modules: str, root: Path = REPO) -> list:
         parts = mod.split(".")
         for i in range(1, len(parts) + 1):  # importing a.b.c runs a/__init__ and a/b/__init__ too
             name = ".".join(parts[:i])
-            p = _file(name, root)
+            p = None if skip(name) else _file(name, root)
             if p is None or name in seen:
                 continue
             seen[name] = p
-            todo.extend(_imports(p, root))
+            todo.extend(_imports(p, root, top_only))
     return sorted(set(seen.values()))
 
 
-def notebook_side(framework: str, root: Path = REPO) -> list:
-    """The files a `framework` notebook's kernel imports or reads from frameval:
-    the modules, and the data files of `frameval.nb` (the DCGAN distance's
-    classifier weights), which no import names but which change a result."""
+def _workload_names(root: Path) -> list:
+    """The workload folders (frameval/workloads/<name>/ with an __init__.py), as the registry finds them."""
+    home = root / "frameval" / "workloads"
+    return sorted(d.name for d in home.iterdir() if d.is_dir() and (d / "__init__.py").is_file()) if home.is_dir() else []
+
+
+def _inside_workload(name: str, workloads: list) -> bool:
+    return any(name.startswith(f"frameval.workloads.{w}.") for w in workloads)
+
+
+def _workload_files(workload: str, names: list, root: Path) -> set:
+    """A run's own workload folder: every module in it but the report's
+    (media.py), what they import outside the other workloads' folders, and its
+    data files."""
+    home = root / "frameval" / "workloads" / workload
+    report = f"frameval.workloads.{workload}.media"
+    mods = [_module_of(p, root) for p in sorted(home.rglob("*.py")) if "__pycache__" not in p.parts]
+    others = [w for w in names if w != workload]
+    out = closure(*[m for m in mods if m != report], root=root,
+                  skip=lambda n: n == report or _inside_workload(n, others))
+    return set(out) | {p for p in home.rglob("*") if p.is_file() and p.suffix not in (".py", ".pyc")}
+
+
+def notebook_side(framework: str, root: Path = REPO, workload: str | None = None) -> list:
+    """The files a `framework` notebook of `workload` (None: of any) runs or
+    reads from frameval: the modules; the data files of `frameval.nb` (the
+    DCGAN distance's classifier weights), which no import names but which
+    change a result; every workload record's module body (the registry imports
+    them all); and the run's own workload folder (its reference and data
+    loading, which the registry's dynamic import hides from `ast`)."""
+    names = _workload_names(root)
     nb_modules = [_module_of(p, root) for p in sorted((root / "frameval" / "nb").glob("*.py"))]
     data = sorted((root / "frameval" / "nb").glob("*.npz"))
-    return sorted(set(closure(*nb_modules, f"frameval.fw.{framework}_support", root=root)) | set(data))
+    out = set(closure(*nb_modules, f"frameval.fw.{framework}_support", root=root,
+                      skip=lambda n: _inside_workload(n, names)))
+    out |= set(closure(*[f"frameval.workloads.{w}" for w in names], root=root, top_only=True))
+    for w in (names if workload is None else [workload]):
+        out |= _workload_files(w, names, root)
+    return sorted(out | set(data))
 
 
-def digest(framework: str, root: Path = REPO) -> str:
+def digest(framework: str, root: Path = REPO, workload: str | None = None) -> str:
     """The hash of those files, each by its path in the clone and its content."""
     h = hashlib.sha256()
-    for p in notebook_side(framework, root):
+    for p in notebook_side(framework, root, workload):
         h.update(p.relative_to(root).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
     return h.hexdigest()[:16]

@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from frameval.catalog import FRAMEWORKS, LSTM_TWO_BIAS_COUNT, MODES, SPEC_PARAM_COUNTS, WORKLOADS
+from frameval.catalog import FRAMEWORKS, MODES, SPEC_PARAM_COUNTS, WORKLOADS
+from frameval.workloads.lstm import TWO_BIAS_COUNT as LSTM_TWO_BIAS_COUNT
 
 CASES = [(fw, wl, m) for fw in FRAMEWORKS for wl in WORKLOADS for m in MODES]  # JAX: tests/test_jax.py
 LOSS_KEYS = {"lenet": ("train_loss", "test_loss"), "dcgan": ("gen_loss", "disc_loss"), "lstm": ("train_mse", "val_mse")}

@@ -14,6 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
+# The parameters every notebook of a workload declares, in every framework
+# (ilkarman-style shared params). A test checks each notebook's parameters cell.
+COMMON_PARAMS = ("mode", "device", "precision", "epochs", "batch_size", "lr", "seed", "threads", "max_train_samples", "out_dir")
 
 @dataclass(frozen=True)
 class Quality:
@@ -167,6 +170,8 @@ class Workload:
     # in the last only ("last"): a costly metric whose curve serves no target is
     # drawn once, for the final figure (issue #50: the DCGAN's distance at quick sizes)
     eval_without_target: str = "every"
+    # Its place in the default matrix and every table (lower first, then by key).
+    order: int = 100
 
     def final(self, result: dict):
         """The run's quality figure, or None."""
