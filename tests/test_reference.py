@@ -361,11 +361,17 @@ def f32(d):
     return {k: np.asarray(v, np.float32) for k, v in d.items()}
 
 
+def _options(workload, biases):
+    """The workload's own check options (the LSTM's lstm_biases) at `biases`."""
+    from frameval import workloads
+    return {k: biases for k in workloads.get(workload).check_options}
+
+
 def framework_run(workload, biases=1, seed=0, mutate=None, lr=None, kink=None):
     """What a float32 framework would report after the check's k steps: the
     reference itself (or a mutated copy of it; or, with `kink`, the DCGAN's
     other LeakyReLU branch near the kink), rounded to float32."""
-    chk = check.Checker(Rec(), workload, seed, lstm_biases=biases, batch_size=BATCH[workload], lr=lr)
+    chk = check.Checker(Rec(), workload, seed, **_options(workload, biases), batch_size=BATCH[workload], lr=lr)
     undo = mutate() if mutate else {}
     try:
         if workload == "dcgan":
@@ -385,7 +391,7 @@ def framework_run(workload, biases=1, seed=0, mutate=None, lr=None, kink=None):
 def checked(workload, outputs, biases=1, lr=None):
     fwd, grads, losses, weights, running = outputs
     rec = Rec()
-    chk = check.Checker(rec, workload, 0, lstm_biases=biases, batch_size=BATCH[workload], lr=lr)
+    chk = check.Checker(rec, workload, 0, **_options(workload, biases), batch_size=BATCH[workload], lr=lr)
     chk.forward(**fwd)
     chk.grads(grads)
     for row in losses:

@@ -139,15 +139,21 @@ class Workload:
     networks: tuple           # (Network, ...)
     sample: Callable          # (kit, seed, size) -> x, y, source
     batch: Callable           # (kit, x, y, seed, k) -> one check batch dict
-    initial: Callable         # (kit, seed, lstm_biases) -> float64 initial weights
+    initial: Callable         # (kit, seed, **check_options) -> float64 initial weights
     forward: Callable         # (kit, w0, batch) -> {output: array}
     train: Callable           # (kit, w0, batches, lr, kink=None) -> {"losses", "grads", "grad_min", "weights"}
     expected: Callable        # (w0) -> ([trainable names], [running statistics names])
     flat: Callable = lambda w0: w0   # nested weights -> {canonical name: array}
     kink_sensitive: bool = False     # LeakyReLU: the check computes a float32 kink budget
     kink_fraction: float = 0.0       # how near the kink counts as float32's choice (0: check.KINK_FRACTION)
-    bias_count_matters: bool = False  # the check records lstm_biases
+    # the workload's own Checker options and their defaults (the LSTM's {"lstm_biases": 1}:
+    # one bias vector or two); the check passes them to `initial` and records them by name
+    check_options: dict = field(default_factory=dict)
     tolerances: dict = field(default_factory=dict)  # the check's, where this workload needs others
+    # ---- its own parameters' rules (frameval/plan.py), beside the common ones:
+    # {name: (lowest, "what it must be")} and {name: (the values it may take, ...)}
+    param_rules: dict = field(default_factory=dict)
+    param_values: dict = field(default_factory=dict)
     # ---- FLOPs (frameval.flops)
     passes: Callable = None   # (params) -> (Pass, ...), per training sample
     # ---- the report
@@ -156,7 +162,9 @@ class Workload:
     structural_counts: dict = field(default_factory=dict)  # (network, count) -> i18n reason
     curves: tuple = ()        # ((result key, i18n axis), ...) per epoch
     figures: tuple = ()       # (Figure, ...)
-    media: tuple = ()         # extra report parts: "grids" (GIF of images), "prediction"
+    # extra report parts beside the common charts: (wrows, S, charts, name, assets_dir,
+    # problems, out) fills out["gifs"] / out["grids"] (images) or out["prediction"]
+    media: Callable = None
     intro_extra: Callable = _no_finding   # (wrows, S) -> text after the intro, or None
     quality_finding: Callable = _no_finding  # (S, fmt, name, best, worst, show) or (S, fmt, name, vals)
     seed_spread: dict = field(default_factory=dict)  # data_name -> SeedSpread, where measured

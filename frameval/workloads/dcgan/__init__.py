@@ -66,7 +66,7 @@ def _ref():
     return reference
 
 
-def _initial(kit, seed, lstm_biases):
+def _initial(kit, seed):
     return {n: kit.R.as64(kit.init(n, seed)) for n in NETS}
 
 
@@ -119,6 +119,12 @@ def _samples(wrows, S):
     return S("dcgan_trained", samples=shown) + " " + S("dcgan_digits") + " " + text
 
 
+def _media(*args):
+    """Its report media (media.py: the report's code, loaded when the report asks)."""
+    from .media import grids
+    return grids(*args)
+
+
 def _finding(S, fmt, name, best, worst, show):
     """One seed: the lowest and the highest distance, never a ranking."""
     return S("finding_dcgan_fid", workload=name, run=best[0].label, fid=show(best[1]),
@@ -139,6 +145,7 @@ WORKLOAD = Workload(
     quality=Quality("fid", "col_fid", "axis_fid", False, False),
     data_name=datasets.mnist_name, train_samples=datasets.mnist_train, data_problem=datasets.no_problem,
     too_few=datasets.mnist_too_few,
+    param_values={"dataset": tuple(datasets.MNIST_SIZES)},
     default_lr=1e-4, forward_outputs=("fake", "d_logits"), losses=("d_loss", "g_loss"),
     networks=(Network("generator", 1, GENERATOR, ("generator", "gen", "g", "netg")),
               Network("discriminator", 2, DISCRIMINATOR, ("discriminator", "disc", "d", "netd"))),
@@ -152,5 +159,5 @@ WORKLOAD = Workload(
     curves=(("gen_loss", "axis_loss"), ("disc_loss", "axis_loss")),
     # The losses stay beside the distance: they rank nothing, but show the training ran.
     figures=(Figure("col_gen_loss", "gen_loss", "sig4", None), Figure("col_disc_loss", "disc_loss", "sig4", None)),
-    media=("grids",), intro_extra=_samples, quality_finding=_finding,
+    media=_media, intro_extra=_samples, quality_finding=_finding,
 )

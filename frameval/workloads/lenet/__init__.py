@@ -28,7 +28,7 @@ def _ref():
     return reference
 
 
-def _initial(kit, seed, lstm_biases):
+def _initial(kit, seed):
     return kit.R.as64(kit.init("lenet", seed))
 
 
@@ -54,6 +54,7 @@ WORKLOAD = Workload(
     quality=Quality("test_acc", "col_test_acc", "axis_accuracy", True, True),
     data_name=datasets.mnist_name, train_samples=datasets.mnist_train, data_problem=datasets.no_problem,
     too_few=datasets.mnist_too_few,
+    param_values={"dataset": tuple(datasets.MNIST_SIZES)},
     default_lr=1e-3, forward_outputs=("logits",), losses=("loss",),
     networks=(Network("lenet", 0, WEIGHTS, ("lenet", "model", "total")),),
     sample=datasets.mnist_sample, batch=datasets.labelled_batch, initial=_initial, forward=_forward,
