@@ -88,6 +88,11 @@ def closure(*modules: str, root: Path = REPO, skip=lambda name: False, top_only:
     return sorted(set(seen.values()))
 
 
+# The modules of a workload folder that the runner runs, never a kernel: its
+# report media and the preparation of its data caches (whose checksum the key holds).
+RUNNER_SIDE = ("media", "prepare")
+
+
 def _workload_names(root: Path) -> list:
     """The workload folders (frameval/workloads/<name>/ with an __init__.py), as the registry finds them."""
     home = root / "frameval" / "workloads"
@@ -99,15 +104,15 @@ def _inside_workload(name: str, workloads: list) -> bool:
 
 
 def _workload_files(workload: str, names: list, root: Path) -> set:
-    """A run's own workload folder: every module in it but the report's
-    (media.py), what they import outside the other workloads' folders, and its
-    data files."""
+    """A run's own workload folder: every module in it but the runner's
+    (RUNNER_SIDE), what they import outside the other workloads' folders, and
+    its data files."""
     home = root / "frameval" / "workloads" / workload
-    report = f"frameval.workloads.{workload}.media"
+    runner = {f"frameval.workloads.{workload}.{m}" for m in RUNNER_SIDE}
     mods = [_module_of(p, root) for p in sorted(home.rglob("*.py")) if "__pycache__" not in p.parts]
     others = [w for w in names if w != workload]
-    out = closure(*[m for m in mods if m != report], root=root,
-                  skip=lambda n: n == report or _inside_workload(n, others))
+    out = closure(*[m for m in mods if m not in runner], root=root,
+                  skip=lambda n: n in runner or _inside_workload(n, others))
     return set(out) | {p for p in home.rglob("*") if p.is_file() and p.suffix not in (".py", ".pyc")}
 
 

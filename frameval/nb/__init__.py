@@ -5,7 +5,7 @@ the shared data order and noise, the shared initial weights, timers, memory
 probes, the result recorder and image grids. A notebook adds only what is
 specific to its framework: model, step, mode and device.
 """
-from .data import (NOISE_DIM, NoiseStream, batches, eval_batches, fixed_noise, load_co2,
+from .data import (NOISE_DIM, NoiseStream, batches, eval_batches, fixed_noise,
                    load_mnist, steps_per_epoch)
 from .plots import plot_curves, svg_lines
 from .params import collect as parameters
@@ -20,3 +20,15 @@ __all__ = ["fid", "NOISE_DIM", "NoiseStream", "batches", "eval_batches", "fixed_
            "steps_per_epoch", "grid", "save_grid", "show_last_grid", "write_png", "forecast", "val_r2", "Stopwatch", "peak_rss_mb", "rss_mb", "Recorder",
            "count_params", "count_trainable", "init_weights", "trainable_names", "show_png", "parameters", "plot_curves", "svg_lines"]
 
+
+def __getattr__(name: str):
+    """A name a workload's own data module gives the notebooks (its record's
+    `nb_names`, e.g. the LSTM's `load_co2`), imported when first asked: a
+    kernel loads only its own workload's data module."""
+    import importlib
+
+    from .. import workloads
+    for wl in workloads.REGISTRY.values():
+        if name in wl.nb_names:
+            return getattr(importlib.import_module(f"{workloads.__name__}.{wl.key}.data"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -36,6 +36,31 @@ def _ref():
     return reference
 
 
+def _data():
+    """Its data loading (numpy), loaded when a kernel asks."""
+    from . import data
+    return data
+
+
+def _prepare(cache_dir=None) -> dict:
+    """The runner's preparation of its cache (statsmodels, the runner's environment)."""
+    from .prepare import caches
+    return caches(cache_dir)
+
+
+def _sample(kit, seed, size):
+    """`size` CO2 training windows of 20 (x, next value) and where they came from."""
+    np = kit.np
+    rng = np.random.RandomState([seed, 3])
+    try:
+        d = _data().load_co2(20)
+        idx = rng.permutation(len(d.y_train))[:size]
+        return d.x_train[idx].copy(), d.y_train[idx].copy(), f"co2: {len(idx)} training windows"
+    except Exception:
+        x = rng.standard_normal((size, 20, 1)).astype(np.float32)
+        return x, rng.standard_normal((size, 1)).astype(np.float32), "random (CO2 cache missing)"
+
+
 def _initial(kit, seed, lstm_biases=1):
     return _ref().lstm_params(kit.R.as64(kit.init("lstm", seed)), lstm_biases)
 
@@ -67,14 +92,14 @@ WORKLOAD = Workload(
     key="lstm", order=3, display="LSTM", params=COMMON_PARAMS + ("window", "hidden", "series"), param_counts={"lstm": 4385},
     quality=Quality("val_r2", "col_val_r2", "axis_r2", True, False),
     data_name=datasets.series_name, train_samples=datasets.series_train, data_problem=datasets.series_problem,
-    too_few=datasets.series_too_few,
+    too_few=datasets.series_too_few, prepare_data=_prepare, nb_names=("load_co2",),
     # hidden is a parameter so the notebooks name it, but the shared initial weights
     # and the numpy reference are defined for the spec's 32 only.
     param_rules={"window": (1, "a positive integer"), "hidden": (1, "a positive integer")},
     param_values={"series": tuple(datasets.SERIES_POINTS), "hidden": (HIDDEN,)},
     default_lr=1e-3, forward_outputs=("pred",), losses=("loss",),
     networks=(Network("lstm", 3, WEIGHTS, ("lstm", "model", "total")),),
-    sample=datasets.series_sample, batch=datasets.labelled_batch, initial=_initial, forward=_forward,
+    sample=_sample, batch=datasets.labelled_batch, initial=_initial, forward=_forward,
     train=_train, expected=_expected, check_options={"lstm_biases": 1},
     passes=_passes,
     profiles={"quick": {"epochs": 15}, "full": {}},
