@@ -1,5 +1,5 @@
 """Numerical equivalence of a framework's training step against the numpy float64
-reference (`frameval.nb.reference`), run by the `check` cell of every notebook.
+reference (the workload's `reference.py` on `frameval.nb.reference`), run by the `check` cell of every notebook.
 
     from frameval.nb import check
     chk = check.Checker(rec, workload, seed, lr=lr, batch_size=batch_size, **options)  # options: the workload's own (lstm_biases=1)
@@ -454,7 +454,7 @@ class Checker:
         self._kink_diagnosis(sections, budget)
         ok = _combine(verdicts.values())
         return {
-            "reference": "numpy float64 (frameval.nb.reference)", "batch_size": self.batch_size,
+            "reference": "numpy float64 (the workload's reference.py on frameval.nb.reference)", "batch_size": self.batch_size,
             "steps": self.steps, "probe_size": self.batch_size, "probe_source": self.source, "seed": self.seed,
             "lr": self.lr, **self.options,
             "measure": ("relative norm ||out - ref|| / ||ref|| (forward, grads, running); losses |a-b|/|b| "

@@ -1,13 +1,14 @@
 """What a workload is: one record that every module asks instead of comparing
-the workload's name (issue #36). A workload module (lenet.py, dcgan.py,
-lstm.py) builds one `Workload` and the registry (`frameval.workloads`)
-holds it.
+the workload's name (issue #36). A workload folder (lenet/, dcgan/, lstm/)
+builds one `Workload` in its `__init__.py` and the registry
+(`frameval.workloads`) finds it.
 
 Standard library only, like `frameval.catalog`: the runner reads the records
 before its own environment exists, and the notebook kernels read them in every
 framework environment (numpy < 1.24, Python 3.10). The hooks that compute with
-arrays therefore receive their tools (`Kit`: numpy, the float64 reference, the
-data loaders) from the caller, `frameval.nb.check`, rather than importing them.
+arrays therefore receive their tools (`Kit`: numpy, the shared layer maths, the
+data loaders) from the caller, `frameval.nb.check`, or load their own folder's
+reference.py and data.py inside the hook, never at module level.
 """
 from __future__ import annotations
 
@@ -107,8 +108,8 @@ class Figure:
 @dataclass(frozen=True)
 class Kit:
     """What the array hooks compute with, handed in by the check: numpy, the
-    float64 reference (`frameval.nb.reference`), the data module and the
-    shared initial weights (`frameval.nb.weights.init_weights`)."""
+    shared float64 layer maths (`frameval.nb.reference`), the MNIST data module
+    and the shared initial weights (`frameval.nb.weights.init_weights`)."""
     np: object
     R: object
     data: object
