@@ -11,6 +11,7 @@ import functools
 import hashlib
 from pathlib import Path
 
+from . import workloads
 from .paths import REPO
 
 def _file(module: str, root: Path) -> Path | None:
@@ -94,9 +95,9 @@ RUNNER_SIDE = ("media", "prepare")
 
 
 def _workload_names(root: Path) -> list:
-    """The workload folders (frameval/workloads/<name>/ with an __init__.py), as the registry finds them."""
+    """The workload folders of the clone `root`, by the registry's own rule (workloads.folders)."""
     home = root / "frameval" / "workloads"
-    return sorted(d.name for d in home.iterdir() if d.is_dir() and (d / "__init__.py").is_file()) if home.is_dir() else []
+    return [d.name for d in workloads.folders(home)] if home.is_dir() else []
 
 
 def _inside_workload(name: str, workloads: list) -> bool:
