@@ -1,6 +1,9 @@
 """Which of frameval's own files a notebook's kernel runs: the closure of the
 imports of `frameval.nb` and of the framework's support module, read with
-`ast` (standard library only). The run cache key hashes exactly these, so a
+`ast` (standard library only), every workload record's module body (the
+registry imports them all) and the run's own workload folder (its reference
+and data, which the registry's dynamic import hides from `ast`; not the
+runner-side media and prepare modules). The run cache key hashes exactly these, so a
 change to any module the notebook side imports (the result schema, the
 catalog, the file names, ...) runs the notebook again, and a change to the
 runner's own code does not."""
