@@ -11,7 +11,6 @@ from .plots import plot_curves, svg_lines
 from .params import collect as parameters
 from .images import grid, save_grid, show_last_grid, show_png, write_png
 from . import fid
-from .quality import forecast, val_r2
 from .measure import Stopwatch, peak_rss_mb, rss_mb
 from .record import Recorder, count_params
 from .weights import count_trainable, init_weights, trainable_names
@@ -22,13 +21,13 @@ __all__ = ["fid", "NOISE_DIM", "NoiseStream", "batches", "eval_batches", "fixed_
 
 
 def __getattr__(name: str):
-    """A name a workload's own data module gives the notebooks (its record's
-    `nb_names`, e.g. the LSTM's `load_co2`), imported when first asked: a
-    kernel loads only its own workload's data module."""
+    """A name a workload's own folder gives the notebooks (its record's
+    `nb_names`, e.g. the LSTM's `load_co2` and `forecast`), imported when
+    first asked: a kernel loads only its own workload's modules."""
     import importlib
 
     from .. import workloads
     for wl in workloads.REGISTRY.values():
         if name in wl.nb_names:
-            return getattr(importlib.import_module(f"{workloads.__name__}.{wl.key}.data"), name)
+            return getattr(importlib.import_module(f"{workloads.__name__}.{wl.key}.{wl.nb_names[name]}"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -152,10 +152,10 @@ class Workload:
     check_options: dict = field(default_factory=dict)
     tolerances: dict = field(default_factory=dict)  # the check's, where this workload needs others
     # ---- its data beyond the shared MNIST: the runner's preparation of its caches,
-    # (cache_dir) -> {name: path} (frameval/data.py), and the names of its data.py
-    # that notebooks reach as `nb.<name>` (frameval/nb/__init__.py)
+    # (cache_dir) -> {name: path} (frameval/data.py), and the names of its folder's
+    # modules that notebooks reach as `nb.<name>` (frameval/nb/__init__.py): {name: module}
     prepare_data: Callable = None
-    nb_names: tuple = ()
+    nb_names: dict = field(default_factory=dict)
     # ---- its own parameters' rules (frameval/plan.py), beside the common ones:
     # {name: (lowest, "what it must be")} and {name: (the values it may take, ...)}
     param_rules: dict = field(default_factory=dict)

@@ -92,7 +92,8 @@ WORKLOAD = Workload(
     key="lstm", order=3, display="LSTM", params=COMMON_PARAMS + ("window", "hidden", "series"), param_counts={"lstm": 4385},
     quality=Quality("val_r2", "col_val_r2", "axis_r2", True, False),
     data_name=datasets.series_name, train_samples=datasets.series_train, data_problem=datasets.series_problem,
-    too_few=datasets.series_too_few, prepare_data=_prepare, nb_names=("load_co2",),
+    too_few=datasets.series_too_few, prepare_data=_prepare,
+    nb_names={"load_co2": "data", "forecast": "quality", "val_r2": "quality"},
     # hidden is a parameter so the notebooks name it, but the shared initial weights
     # and the numpy reference are defined for the spec's 32 only.
     param_rules={"window": (1, "a positive integer"), "hidden": (1, "a positive integer")},
