@@ -17,8 +17,6 @@ from . import frameworks as _frameworks
 from . import workloads as _workloads
 from .workloads import base as _base
 from .workloads import datasets as _datasets
-from .workloads import lenet as _lenet
-from .workloads import lstm as _lstm
 
 
 # The workload records live one per module in frameval/workloads/ (issue #36);
@@ -48,9 +46,8 @@ MODES = ("graph", "eager")
 PRECISIONS = ("default", "highest")
 DEVICES = ("cpu", "gpu")
 
-# The parameters every notebook of a workload declares, in every framework
-# (ilkarman-style shared params). A test checks each notebook's parameters cell.
-COMMON_PARAMS = _lenet.COMMON_PARAMS
+# The parameters every notebook of a workload declares (frameval/workloads/base.py).
+COMMON_PARAMS = _base.COMMON_PARAMS
 WORKLOAD_RECORDS = tuple(_workloads.REGISTRY[k] for k in _workloads.BUILT_IN)
 # The registry itself (the same dict): a workload registered later is found too.
 WORKLOAD_BY_KEY = _workloads.REGISTRY
@@ -73,8 +70,6 @@ CHECK_SECTIONS_READ = CHECK_SECTIONS[:3] + LEGACY_CHECK_SECTIONS + CHECK_SECTION
 WORKLOADS = tuple(w.key for w in WORKLOAD_RECORDS)
 WORKLOAD_PARAMS = {w.key: w.params for w in WORKLOAD_RECORDS}
 SPEC_PARAM_COUNTS = {w.key: w.param_counts for w in WORKLOAD_RECORDS}
-# A framework that keeps two LSTM bias vectors has 128 more: structural, not a mismatch.
-LSTM_TWO_BIAS_COUNT = _lstm.TWO_BIAS_COUNT
 
 # Quick: the whole default matrix (7 frameworks x 3 workloads, graph mode) in
 # under ten minutes on a 2-core CPU, with equal work in every framework (the

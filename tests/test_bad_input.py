@@ -31,7 +31,8 @@ def test_a_full_disk_loses_nothing_and_says_one_line(tmp_path):
 
 def test_the_sizes_the_checks_assume_are_the_prepared_data():
     data.prepare_all()
-    from frameval.nb.data import load_co2, load_mnist
+    from frameval.nb.data import load_mnist
+    from frameval.workloads.lstm.data import load_co2
     m = load_mnist("embedded")
     assert (len(m.y_train), len(m.y_test)) == tuple(catalog.MNIST_SIZES["embedded"].values())
     w = load_co2(20)

@@ -46,9 +46,27 @@ def test_the_kernel_side_closure_holds_what_the_notebooks_import(fw):
             "frameval/speed.py", "frameval/nb/record.py", f"frameval/frameworks/{fw}/support.py", f"frameval/frameworks/{fw}/__init__.py"} <= names
     # the one result type (frameval/result: record.py) and every workload record (check.py, weights.py: issue #36)
     assert {"frameval/result/__init__.py", "frameval/result/folder.py", "frameval/workloads/__init__.py", "frameval/workloads/base.py",
-            "frameval/workloads/datasets.py", "frameval/workloads/lenet.py", "frameval/workloads/dcgan.py",
-            "frameval/workloads/lstm.py"} <= names
+            "frameval/workloads/datasets.py", "frameval/workloads/lenet/__init__.py", "frameval/workloads/dcgan/__init__.py",
+            "frameval/workloads/lstm/__init__.py"} <= names
     assert "frameval/pipeline.py" not in names and "frameval/report/build.py" not in names  # the runner's own code
+
+
+def test_a_workload_key_holds_its_own_folder_and_no_other_workloads_reference(tmp_path):
+    """Every record's module body runs in every kernel (the registry imports them
+    all), but a workload's reference and data loading only in its own runs: an
+    edit to lenet/reference.py runs LeNet again and leaves the LSTM's results."""
+    names = {w: {p.relative_to(sources.REPO).as_posix() for p in sources.notebook_side("torch", workload=w)}
+             for w in ("lenet", "lstm")}
+    assert "frameval/workloads/lenet/reference.py" in names["lenet"] - names["lstm"]
+    assert "frameval/workloads/lstm/reference.py" in names["lstm"] - names["lenet"]
+    assert "frameval/nb/reference.py" in names["lenet"] & names["lstm"]  # the shared layer maths
+    clone = tmp_path / "clone"
+    shutil.copytree(sources.REPO / "frameval", clone / "frameval", ignore=shutil.ignore_patterns("__pycache__"))
+    before = {w: sources.digest("torch", clone, workload=w) for w in ("lenet", "lstm")}
+    with open(clone / "frameval" / "workloads" / "lenet" / "reference.py", "a", encoding="utf-8") as f:
+        f.write("\n# one more line\n")
+    after = {w: sources.digest("torch", clone, workload=w) for w in ("lenet", "lstm")}
+    assert after["lenet"] != before["lenet"] and after["lstm"] == before["lstm"]
 
 
 def test_a_change_to_the_catalog_runs_again_naming_it(tmp_path, monkeypatch):
@@ -60,7 +78,8 @@ def test_a_change_to_the_catalog_runs_again_naming_it(tmp_path, monkeypatch):
     assert sources.digest("torch", clone) == sources.digest("torch")  # the same files: the same key
     with open(clone / "frameval" / "catalog.py", "a", encoding="utf-8") as f:
         f.write("\n# one more line\n")
-    monkeypatch.setattr(execute.sources, "digest", lambda fw, root=clone, real=sources.digest: real(fw, root))
+    monkeypatch.setattr(execute.sources, "digest",
+                        lambda fw, root=clone, workload=None, real=sources.digest: real(fw, clone, workload))
     dec = execute.decide(run, tmp_path / "r", execute.key_parts(run, "freeze"), False)
     assert dec.execute and dec.why == "changed: frameval"
 

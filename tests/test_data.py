@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from frameval import data
+from frameval.workloads.lstm.prepare import prepare_co2
 from frameval.nb import batches, fixed_noise, init_weights, NoiseStream
 from frameval.nb.weights import count_trainable
 
@@ -158,7 +159,7 @@ def test_stratified_split_is_exact_and_deterministic():
 @fast
 def test_embedded_and_co2_caches(tmp_path):
     data.prepare_mnist_embedded(tmp_path)
-    data.prepare_co2(tmp_path)
+    prepare_co2(tmp_path)
     from frameval.nb import load_co2, load_mnist
     m = load_mnist(cache_dir=tmp_path)
     assert m.x_train.shape == (4000, 1, 28, 28) and m.x_test.shape == (1000, 1, 28, 28)

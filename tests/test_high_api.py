@@ -97,11 +97,11 @@ def test_an_api_that_skipped_steps_fails_the_run(tmp_path):
 
 def _lenet_check(tmp_path, scale):
     """The check fed the reference's own losses (times scale) and weights, the gradients out of reach."""
-    from frameval.nb import reference as R
+    from frameval.workloads.lenet import reference as LR
     rec = Recorder("paddle", "lenet", {"epochs": 1, "api": "high"}, out_dir=str(tmp_path / str(scale)), chdir=False)
     chk = check.Checker(rec, "lenet", 0, lr=0.001, batch_size=16)
     ref = chk.reference()
-    chk.forward(logits=R.lenet_forward(chk.w0, np.asarray(chk.batches[0]["x"], np.float64))[0])
+    chk.forward(logits=LR.lenet_forward(chk.w0, np.asarray(chk.batches[0]["x"], np.float64))[0])
     for loss in ref["losses"]:
         chk.losses(loss=np.float64(loss["loss"]) * scale)
     chk.not_reached("grads", "the API clears them")

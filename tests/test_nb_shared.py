@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from frameval import files, nb
-from frameval.nb import quality
+from frameval.workloads.lstm import quality
 
 pytestmark = pytest.mark.fast
 
@@ -158,8 +158,8 @@ def test_the_persistence_forecast_is_each_windows_last_value_in_ppm(tmp_path):
     """The LSTM's naive baseline (issue #49): next = the window's last value, in the series' units,
     so a reader can judge R² 0.93 against what no model at all reaches."""
     import numpy as np
-    from frameval.nb import quality
-    from frameval.nb.data import Windows
+    from frameval.workloads.lstm import quality
+    from frameval.workloads.lstm.data import Windows
     x_val = np.array([[[0.0], [1.0]], [[1.0], [2.0]], [[2.0], [3.0]]], dtype=np.float32)
     w = Windows(x_val, np.zeros((3, 1), np.float32), x_val, np.array([[2.0], [3.0], [4.5]], np.float32),
                 mean=300.0, std=2.0, source="t", sha256="t", n_points=5)

@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from frameval.catalog import FRAMEWORKS, LSTM_TWO_BIAS_COUNT, MODES, SPEC_PARAM_COUNTS, WORKLOADS
+from frameval.catalog import FRAMEWORKS, MODES, SPEC_PARAM_COUNTS, WORKLOADS
+from frameval.workloads.lstm import TWO_BIAS_COUNT as LSTM_TWO_BIAS_COUNT
 
 CASES = [(fw, wl, m) for fw in FRAMEWORKS for wl in WORKLOADS for m in MODES]  # JAX: tests/test_jax.py
 LOSS_KEYS = {"lenet": ("train_loss", "test_loss"), "dcgan": ("gen_loss", "disc_loss"), "lstm": ("train_mse", "val_mse")}
@@ -96,7 +97,7 @@ def test_run_matches_spec(matrix, fw, wl, mode):
             assert isinstance(r[k], (int, float)) and math.isfinite(r[k]), k
         assert r["model_bytes"] > 0 and len(r["series"]["val_pred"]) == len(r["series"]["val_true"])
         # the persistence baseline (next = the window's last value) beside the model's R² (#49)
-        from frameval.nb.quality import r2
+        from frameval.workloads.lstm.quality import r2
         assert len(r["series"]["val_persistence"]) == len(r["series"]["val_true"])
         assert r["persistence_r2"] == pytest.approx(r2(r["series"]["val_true"], r["series"]["val_persistence"]), abs=1e-4)
 

@@ -11,6 +11,9 @@ import pytest
 
 from frameval.nb import check, init_weights
 from frameval.nb import reference as R
+from frameval.workloads.dcgan import reference as DR
+from frameval.workloads.lenet import reference as LR
+from frameval.workloads.lstm import reference as SR
 
 # The fast loop (run_all.py test --fast) takes the checks on LeNet and the LSTM
 # and the layer tests; the DCGAN checks (15-30 s each on 2 loaded cores) run in
@@ -147,7 +150,7 @@ def lstm_weights(seed=0, bias_scale=0.3):
 def test_lstm_matches_hand_unrolled():
     p = lstm_weights()
     x = np.random.RandomState(6).randn(3, 5, 1)
-    pred, _ = R.lstm_forward(p, x)
+    pred, _ = SR.lstm_forward(p, x)
     assert rel(pred, hand_lstm(p, x)) < 1e-12
 
 
@@ -155,9 +158,9 @@ def test_lstm_matches_hand_unrolled():
 def test_lstm_two_biases_same_function():
     p = lstm_weights()
     x = np.random.RandomState(7).randn(3, 5, 1)
-    p2 = R.lstm_params(p, 2)
+    p2 = SR.lstm_params(p, 2)
     assert set(p2) == {"lstm.weight_ih", "lstm.weight_hh", "lstm.bias_ih", "lstm.bias_hh", "fc.weight", "fc.bias"}
-    assert rel(R.lstm_forward(p2, x)[0], R.lstm_forward(p, x)[0]) < 1e-14
+    assert rel(SR.lstm_forward(p2, x)[0], SR.lstm_forward(p, x)[0]) < 1e-14
 
 
 def swap_gates(p, a=1, b=2):
@@ -174,7 +177,7 @@ def swap_gates(p, a=1, b=2):
 def test_swapped_gates_differ():
     p = lstm_weights()
     x = np.random.RandomState(8).randn(4, 10, 1)
-    assert rel(R.lstm_forward(swap_gates(p), x)[0], R.lstm_forward(p, x)[0]) > 1e-2
+    assert rel(SR.lstm_forward(swap_gates(p), x)[0], SR.lstm_forward(p, x)[0]) > 1e-2
 
 
 # ----------------------------------------------------------- finite differences
@@ -238,8 +241,8 @@ def test_lenet_gradients_fd():
         if k.endswith("bias"):
             p[k] = rs.randn(*p[k].shape) * 0.05  # nonzero biases exercise their gradients
     x, y = rs.uniform(-1, 1, (3, 1, 28, 28)), np.array([1, 7, 3])
-    loss, g = R.lenet_loss(p, x, y)
-    fd_check(lambda q: R.lenet_loss(q, x, y)[0], p, g)
+    loss, g = LR.lenet_loss(p, x, y)
+    fd_check(lambda q: LR.lenet_loss(q, x, y)[0], p, g)
 
 
 def test_dcgan_gradients_fd():
@@ -254,21 +257,21 @@ def test_dcgan_gradients_fd():
     z, x = rs.randn(3, 100), rs.uniform(-1, 1, (3, 1, 28, 28))
 
     def g_loss(q):  # the generator's loss through D, batch statistics
-        fake = R.generator_forward(q, z)[0]
-        return R.bce_with_logits(R.discriminator_forward(dp, fake)[0], 1.0)[0]
-    fake, gcache, _ = R.generator_forward(gp, z)
-    logits, dcache = R.discriminator_forward(dp, fake)
+        fake = DR.generator_forward(q, z)[0]
+        return R.bce_with_logits(DR.discriminator_forward(dp, fake)[0], 1.0)[0]
+    fake, gcache, _ = DR.generator_forward(gp, z)
+    logits, dcache = DR.discriminator_forward(dp, fake)
     _, dl = R.bce_with_logits(logits, 1.0)
-    _, dfake = R.discriminator_backward(dp, dcache, dl)
-    gg = R.generator_backward(gp, gcache, dfake)
+    _, dfake = DR.discriminator_backward(dp, dcache, dl)
+    gg = DR.generator_backward(gp, gcache, dfake)
     # LeakyReLU kinks: thousands of activations, so keep the step small enough not to cross one
     fd_check(g_loss, {k: v for k, v in gp.items() if "running" not in k}, gg, eps=1e-7)
 
     def d_loss(q):
-        return R.bce_with_logits(R.discriminator_forward(q, x)[0], 0.0)[0]
-    logits, dcache = R.discriminator_forward(dp, x)
+        return R.bce_with_logits(DR.discriminator_forward(q, x)[0], 0.0)[0]
+    logits, dcache = DR.discriminator_forward(dp, x)
     _, dl = R.bce_with_logits(logits, 0.0)
-    gd, _ = R.discriminator_backward(dp, dcache, dl)
+    gd, _ = DR.discriminator_backward(dp, dcache, dl)
     fd_check(d_loss, dp, gd, eps=1e-7)
 
 
@@ -277,11 +280,11 @@ def test_lstm_gradients_fd():
     p = lstm_weights()
     rs = np.random.RandomState(13)
     x, y = rs.randn(4, 6, 1), rs.randn(4, 1)
-    loss, g = R.lstm_loss(p, x, y)
-    fd_check(lambda q: R.lstm_loss(q, x, y)[0], p, g)
-    p2 = R.lstm_params(p, 2)
-    _, g2 = R.lstm_loss(p2, x, y)
-    fd_check(lambda q: R.lstm_loss(q, x, y)[0], p2, g2)
+    loss, g = SR.lstm_loss(p, x, y)
+    fd_check(lambda q: SR.lstm_loss(q, x, y)[0], p, g)
+    p2 = SR.lstm_params(p, 2)
+    _, g2 = SR.lstm_loss(p2, x, y)
+    fd_check(lambda q: SR.lstm_loss(q, x, y)[0], p2, g2)
 
 
 @FAST
@@ -318,18 +321,18 @@ def test_dcgan_step_sequence():
     gp, dp = R.as64(init_weights("generator", 1)), R.as64(init_weights("discriminator", 1))
     rs = np.random.RandomState(16)
     z, x = rs.randn(4, 100), rs.uniform(-1, 1, (4, 1, 28, 28))
-    r = R.dcgan_step(gp, dp, x, z, 1e-4)
-    fake, gcache, run = R.generator_forward(gp, z)
-    d_loss = (R.bce_with_logits(R.discriminator_forward(dp, x)[0], 1.0)[0]
-              + R.bce_with_logits(R.discriminator_forward(dp, fake)[0], 0.0)[0])
+    r = DR.dcgan_step(gp, dp, x, z, 1e-4)
+    fake, gcache, run = DR.generator_forward(gp, z)
+    d_loss = (R.bce_with_logits(DR.discriminator_forward(dp, x)[0], 1.0)[0]
+              + R.bce_with_logits(DR.discriminator_forward(dp, fake)[0], 0.0)[0])
     assert abs(r["losses"]["d_loss"] - d_loss) < 1e-12
     d1 = r["discriminator"]
-    g_logits, dc = R.discriminator_forward(d1, fake)
+    g_logits, dc = DR.discriminator_forward(d1, fake)
     g_loss, dl = R.bce_with_logits(g_logits, 1.0)
     assert abs(r["losses"]["g_loss"] - g_loss) < 1e-12
-    old_g_loss = R.bce_with_logits(R.discriminator_forward(dp, fake)[0], 1.0)[0]
+    old_g_loss = R.bce_with_logits(DR.discriminator_forward(dp, fake)[0], 1.0)[0]
     assert abs(old_g_loss - g_loss) > 1e-6  # the step really used the updated D
-    gg = R.generator_backward(gp, gcache, R.discriminator_backward(d1, dc, dl)[1])
+    gg = DR.generator_backward(gp, gcache, DR.discriminator_backward(d1, dc, dl)[1])
     for k, g in gg.items():
         big = np.abs(g) > 1e-6
         assert np.all(np.sign(gp[k] - r["generator"][k])[big] == np.sign(g)[big]), k
@@ -343,10 +346,10 @@ def test_dcgan_step_sequence():
 def test_generator_shapes_and_eval_mode():
     gp = R.as64(init_weights("generator", 0))
     z = np.random.RandomState(17).randn(3, 100)
-    img, _, run = R.generator_forward(gp, z)
+    img, _, run = DR.generator_forward(gp, z)
     assert img.shape == (3, 1, 28, 28) and np.all(np.abs(img) <= 1)
     assert set(run) == {f"bn{i}.running_{s}" for i in range(3) for s in ("mean", "var")}
-    ev = R.generator_forward(gp, z, train=False)[0]  # running stats 0/1: BN is ~identity
+    ev = DR.generator_forward(gp, z, train=False)[0]  # running stats 0/1: BN is ~identity
     assert ev.shape == (3, 1, 28, 28) and rel(ev, img) > 1e-3
 
 
@@ -358,21 +361,27 @@ def f32(d):
     return {k: np.asarray(v, np.float32) for k, v in d.items()}
 
 
+def _options(workload, biases):
+    """The workload's own check options (the LSTM's lstm_biases) at `biases`."""
+    from frameval import workloads
+    return {k: biases for k in workloads.get(workload).check_options}
+
+
 def framework_run(workload, biases=1, seed=0, mutate=None, lr=None, kink=None):
     """What a float32 framework would report after the check's k steps: the
     reference itself (or a mutated copy of it; or, with `kink`, the DCGAN's
     other LeakyReLU branch near the kink), rounded to float32."""
-    chk = check.Checker(Rec(), workload, seed, lstm_biases=biases, batch_size=BATCH[workload], lr=lr)
+    chk = check.Checker(Rec(), workload, seed, **_options(workload, biases), batch_size=BATCH[workload], lr=lr)
     undo = mutate() if mutate else {}
     try:
         if workload == "dcgan":
-            r = R.dcgan_train(chk.w0["generator"], chk.w0["discriminator"], chk.batches, chk.lr, kink=kink)
+            r = DR.dcgan_train(chk.w0["generator"], chk.w0["discriminator"], chk.batches, chk.lr, kink=kink)
         else:
-            r = (R.lenet_train if workload == "lenet" else R.lstm_train)(chk.w0, chk.batches, chk.lr)
+            r = (LR.lenet_train if workload == "lenet" else SR.lstm_train)(chk.w0, chk.batches, chk.lr)
         fwd = chk._ref_forward()
     finally:
         for k, v in undo.items():
-            setattr(R, k, v)
+            setattr(_home(k), k, v)
     w = f32(r["weights"])
     trainable = {k: v for k, v in w.items() if not k.endswith(("running_mean", "running_var"))}
     running = {k: v for k, v in w.items() if k.endswith(("running_mean", "running_var"))}
@@ -382,7 +391,7 @@ def framework_run(workload, biases=1, seed=0, mutate=None, lr=None, kink=None):
 def checked(workload, outputs, biases=1, lr=None):
     fwd, grads, losses, weights, running = outputs
     rec = Rec()
-    chk = check.Checker(rec, workload, 0, lstm_biases=biases, batch_size=BATCH[workload], lr=lr)
+    chk = check.Checker(rec, workload, 0, **_options(workload, biases), batch_size=BATCH[workload], lr=lr)
     chk.forward(**fwd)
     chk.grads(grads)
     for row in losses:
@@ -393,11 +402,16 @@ def checked(workload, outputs, biases=1, lr=None):
     return res
 
 
+def _home(name):
+    """Where a patched function lives: the shared layer maths, or the DCGAN's own reference."""
+    return R if hasattr(R, name) else DR
+
+
 def patched(**attrs):
     def apply():
-        saved = {k: getattr(R, k) for k in attrs}
+        saved = {k: getattr(_home(k), k) for k in attrs}
         for k, v in attrs.items():
-            setattr(R, k, v)
+            setattr(_home(k), k, v)
         return saved
     return apply
 
@@ -488,14 +502,14 @@ def test_check_catches_stale_discriminator():
     """The G step through the discriminator before its update."""
     def stale(gp, dp, x, z, lr=1e-4, states=None, kink=None):
         r = ORIGINAL_STEP(gp, dp, x, z, lr, states, kink)
-        fake, gcache, _ = R.generator_forward(R.as64(gp), np.asarray(z, np.float64))
-        logits, cache = R.discriminator_forward(R.as64(dp), fake)
+        fake, gcache, _ = DR.generator_forward(R.as64(gp), np.asarray(z, np.float64))
+        logits, cache = DR.discriminator_forward(R.as64(dp), fake)
         loss, dl = R.bce_with_logits(logits, 1.0)
         r["losses"]["g_loss"] = loss
-        r["grads"]["generator"] = R.generator_backward(R.as64(gp), gcache, R.discriminator_backward(R.as64(dp), cache, dl)[1])
+        r["grads"]["generator"] = DR.generator_backward(R.as64(gp), gcache, DR.discriminator_backward(R.as64(dp), cache, dl)[1])
         return r
 
-    ORIGINAL_STEP = R.dcgan_step
+    ORIGINAL_STEP = DR.dcgan_step
     res = checked("dcgan", framework_run("dcgan", mutate=patched(dcgan_step=stale)))
     assert res["losses_ok"] is False and res["grads_ok"] is False and res["ok"] is False
 
@@ -538,7 +552,7 @@ def test_lenet_relu_kink_crossing_is_named_not_failed():
     computed) passes through the kink allowance, each figure it passed named with its
     numbers; the same run with a 1% gradient error still fails."""
     chk = check.Checker(Rec(), "lenet", 1, batch_size=64)
-    alt = R.lenet_train(chk.w0, chk.batches, chk.lr, kink=R.Kink(2e-6))  # 2e-6: that one input only
+    alt = LR.lenet_train(chk.w0, chk.batches, chk.lr, kink=R.Kink(2e-6))  # 2e-6: that one input only
     outputs = (f32(chk._ref_forward()), f32(alt["grads"]), alt["losses"], f32(alt["weights"]), {})
 
     def run(grads):
@@ -596,7 +610,7 @@ def test_legacy_one_step_form_is_never_a_pass():
     """Notebooks on the older one-step form still run, but cannot pass."""
     chk = check.Checker(Rec(), "lenet", 0)
     p = chk.probe
-    r = R.lenet_step(chk.w0, p["x"], p["y"], chk.lr)
+    r = LR.lenet_step(chk.w0, p["x"], p["y"], chk.lr)
     chk.forward(logits=chk._ref_forward()["logits"].astype(np.float32))
     chk.step(losses=r["losses"], weights=f32(r["weights"]))
     res = chk.finish()
@@ -608,7 +622,7 @@ def test_wrong_deconv_crop_fails(monkeypatch):
     p = check.probe("dcgan", 0)
     gp = R.as64(init_weights("generator", 0))
     monkeypatch.setattr(R, "STRIDE2_DECONV_CROP", (1, 2, 1, 2))
-    wrong = R.generator_forward(gp, p["z"].astype(np.float64))[0].astype(np.float32)
+    wrong = DR.generator_forward(gp, p["z"].astype(np.float64))[0].astype(np.float32)
     monkeypatch.undo()
     fwd = framework_run("dcgan")[0]
     chk = check.Checker(Rec(), "dcgan", 0)
@@ -622,7 +636,7 @@ def test_wrong_conv_padding_fails(monkeypatch):
     p = check.probe("dcgan", 0)
     dp = R.as64(init_weights("discriminator", 0))
     monkeypatch.setattr(R, "STRIDE2_CONV_PAD", (1, 2, 1, 2))
-    wrong = R.discriminator_forward(dp, p["x"].astype(np.float64))[0].astype(np.float32)
+    wrong = DR.discriminator_forward(dp, p["x"].astype(np.float64))[0].astype(np.float32)
     monkeypatch.undo()
     chk = check.Checker(Rec(), "dcgan", 0)
     chk.forward(d_logits=wrong)
@@ -633,7 +647,7 @@ def test_wrong_conv_padding_fails(monkeypatch):
 def test_swapped_lstm_gates_fail():
     p = check.probe("lstm", 0)
     w = R.as64(init_weights("lstm", 0))
-    wrong = R.lstm_forward(swap_gates(w), p["x"].astype(np.float64))[0]
+    wrong = SR.lstm_forward(swap_gates(w), p["x"].astype(np.float64))[0]
     chk = check.Checker(Rec(), "lstm", 0)
     chk.forward(pred=wrong)
     res = chk.finish()
@@ -685,7 +699,7 @@ def test_reference_cache_returns_the_computed_result(tmp_path, monkeypatch):
     # another learning rate is another key
     assert check.Checker(Rec(), "dcgan", 0, lr=2e-4).reference() and len(list(tmp_path.rglob("*.npz"))) == 2
     third = check.Checker(Rec(), "dcgan", 0)
-    R.dcgan_train(third.w0["generator"], third.w0["discriminator"], third.batches, third.lr,
+    DR.dcgan_train(third.w0["generator"], third.w0["discriminator"], third.batches, third.lr,
                   kink=R.Kink(check.KINK_FRACTION))
     assert third.reference()["losses"] == a["losses"] and third.ref_cached is True
     assert len(list(tmp_path.rglob("*.npz"))) == 2

@@ -6,8 +6,12 @@ workload's name.
   the numerical check, the FLOP count, the constraints and the report's table
   through the registry alone: nothing but `workloads.registered(TOY)` and its
   own code.
+- The same toy written as one folder (frameval/workloads/toy/) and a notebook
+  in a copy of the repository: the registry, the plan (--workloads toy
+  --dry-run), its parameter rules and the report's media hook find it.
 - An `ast` scan of frameval/ fails on a comparison with, or a dict keyed by,
-  a built-in workload's name outside the workload modules.
+  a registered workload's name outside frameval/workloads/ (the names come
+  from the registry).
 """
 from __future__ import annotations
 
@@ -57,7 +61,7 @@ TOY = Workload(
     default_lr=1e-2, forward_outputs=("pred",), losses=("loss",),
     networks=(Network("toy", 50, TOY_WEIGHTS),),
     sample=_sample, batch=lambda kit, x, y, seed, k: {"x": x, "y": y},
-    initial=lambda kit, seed, biases: kit.R.as64(kit.init("toy", seed)),
+    initial=lambda kit, seed: kit.R.as64(kit.init("toy", seed)),
     forward=lambda kit, w0, b: {"pred": kit.R.dense(np.asarray(b["x"], np.float64), w0["fc.weight"], w0["fc.bias"])},
     train=_train, expected=lambda w0: (list(w0), []),
     passes=lambda params: (Pass("step", (Layer("dense 4→1", dense(4, 1), on_input=True),)),),
@@ -86,7 +90,7 @@ def test_a_toy_workload_runs_the_check():
         chk.weights({k: v.astype(np.float32) for k, v in ref["weights"].items()})
         res = chk.finish()
     assert res["ok"] is True and res["problems"] == [] and res["missing"] == [], res
-    assert set(res["grads"]) == {"fc.weight", "fc.bias"} and res["lstm_biases"] is None
+    assert set(res["grads"]) == {"fc.weight", "fc.bias"} and "lstm_biases" not in res
     assert "toy" not in workloads.REGISTRY  # gone again: the registry is all it touched
 
 
@@ -158,3 +162,114 @@ def test_no_name_switch_outside_the_workload_modules():
             continue
         bad += [f"{rel}:{line}: {what}" for line, what in name_switches(f.read_text(encoding="utf-8"))]
     assert not bad, "name switches outside frameval/workloads/ (ask the workload record instead):\n" + "\n".join(bad)
+
+
+# ------------------------------------------------------------------ a toy added by one folder
+# The same toy, written as a workload folder (frameval/workloads/toy/) and a
+# notebook, in a copy of the repository: the registry, the plan (--workloads
+# toy --dry-run), the toy's own parameter rules and the report's hooks find it
+# with no edit anywhere else.
+TOY_RECORD = '''"""A toy workload: a dense layer 4 -> 1 on random rows (tests/test_workloads.py)."""
+from ..base import COMMON_PARAMS, Layer, Network, Pass, Quality, Workload, dense
+
+WEIGHTS = (("fc.weight", (1, 4), "dense"), ("fc.bias", (1,), "zeros"))
+
+
+def _sample(kit, seed, size):
+    x = kit.np.random.RandomState([seed, 7]).standard_normal((size, 4)).astype(kit.np.float32)
+    return x, (x.sum(1, keepdims=True) * 0.5).astype(kit.np.float32), "toy"
+
+
+def _media(wrows, S, charts, name, assets_dir, problems, out):
+    from .media import picture
+    picture(wrows, out)
+
+
+WORKLOAD = Workload(
+    key="toy", display="Toy", order=4, params=COMMON_PARAMS + ("width",), param_counts={"toy": 5},
+    quality=Quality("val_mse", "col_val_rmse", "axis_mse", False, False),
+    data_name=lambda p: "toy-random", train_samples=lambda p: 100, data_problem=lambda p: "",
+    too_few=lambda p, n: f"the toy has {n} rows",
+    param_rules={"width": (1, "a positive integer")}, param_values={"width": (4,)},
+    default_lr=1e-2, forward_outputs=("pred",), losses=("loss",), networks=(Network("toy", 50, WEIGHTS),),
+    sample=_sample, batch=lambda kit, x, y, seed, k: {"x": x, "y": y},
+    initial=lambda kit, seed: kit.R.as64(kit.init("toy", seed)), forward=None, train=None,
+    expected=lambda w0: (list(w0), []), passes=lambda params: (Pass("step", (Layer("dense 4→1", dense(4, 1), True),)),),
+    profiles={"quick": {"epochs": 1}}, media=_media,
+)
+'''
+TOY_MEDIA = '''def picture(wrows, out):
+    out["prediction"] = {"file": "toy.png", "caption": f"toy: {len(wrows)} runs"}
+'''
+TOY_PARAMS = ("mode = 'graph'\ndevice = 'cpu'\nprecision = 'default'\nepochs = 3\nbatch_size = 10\nlr = 0.01\n"
+              "seed = 0\nthreads = 0\nmax_train_samples = 0\nout_dir = 'out'\nwidth = 4\n")
+TOY_CHECK = '''
+import sys
+from frameval import catalog, workloads
+from frameval.report import media
+from frameval.report.guard import Problems
+from frameval.report.i18n import Strings
+from frameval.report.model import make_rows
+
+assert list(workloads.REGISTRY) == ["lenet", "dcgan", "lstm", "toy"], list(workloads.REGISTRY)
+assert catalog.WORKLOADS[-1] == "toy" and catalog.PROFILES["quick"]["toy"] == {"epochs": 1}
+result = {"framework": "torch", "workload": "toy", "mode": "graph", "device": "cpu", "status": "ok",
+          "params": {"epochs": 1}, "val_mse": 0.25, "epochs": [{"epoch": 1, "seconds": 1.0}], "_dir": sys.argv[1]}
+S = Strings("en")
+
+
+class Charts:  # draws nothing: the hook's own part is what this checks
+    def __getattr__(self, name):
+        return lambda *a, **k: None
+
+
+out = media.workload_media("toy", make_rows([result], S), S, Charts(), "report", sys.argv[1], Problems(S))
+assert out["prediction"] == {"file": "toy.png", "caption": "toy: 1 runs"}, out
+print("toy seen")
+'''
+
+
+def _toy_clone(tmp_path) -> Path:
+    import json
+    import shutil
+    clone = tmp_path / "clone"
+    shutil.copytree(REPO / "frameval", clone / "frameval", ignore=shutil.ignore_patterns("__pycache__"))
+    for rel in ("envs", "templates"):
+        shutil.copytree(REPO / rel, clone / rel)
+    for rel in ("run_all.py", "environment.yml", "environment.lock.txt"):
+        shutil.copy2(REPO / rel, clone / rel)
+    (clone / "notebooks" / "torch").mkdir(parents=True)
+    cell = {"cell_type": "code", "metadata": {"tags": ["parameters"]}, "source": TOY_PARAMS, "outputs": [],
+            "execution_count": None}
+    (clone / "notebooks" / "torch" / "toy.ipynb").write_text(json.dumps(
+        {"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    # the toy: one folder, nothing else edited
+    home = clone / "frameval" / "workloads" / "toy"
+    home.mkdir()
+    (home / "__init__.py").write_text(TOY_RECORD)
+    (home / "media.py").write_text(TOY_MEDIA)
+    return clone
+
+
+def test_a_toy_workload_is_one_folder(tmp_path):
+    import subprocess
+    import sys
+    clone = _toy_clone(tmp_path)
+
+    def run(*args):
+        return subprocess.run([sys.executable, *args], cwd=clone, capture_output=True, text=True, timeout=120)
+
+    got = run("run_all.py", "--frameworks", "torch", "--workloads", "toy", "--dry-run", "--out", str(tmp_path / "o"))
+    assert got.returncode == 0 and "torch/toy-graph" in got.stdout, got.stdout + got.stderr
+    bad = run("run_all.py", "--frameworks", "torch", "--workloads", "toy", "-p", "toy.width=0", "--dry-run",
+              "--out", str(tmp_path / "o"))
+    assert bad.returncode == 2 and "width must be a positive integer" in bad.stderr, bad.stdout + bad.stderr
+    other = run("run_all.py", "--frameworks", "torch", "--workloads", "toy", "-p", "width=8", "--dry-run",
+                "--out", str(tmp_path / "o"))
+    assert other.returncode == 2 and "choose from 4" in other.stderr, other.stdout + other.stderr
+    seen = run("-c", TOY_CHECK, str(tmp_path))
+    assert seen.returncode == 0 and "toy seen" in seen.stdout, seen.stdout + seen.stderr
+    # the key of a toy run holds its folder, but not its report's code
+    from frameval import sources
+    names = {p.relative_to(clone).as_posix() for p in sources.notebook_side("torch", clone, workload="toy")}
+    assert "frameval/workloads/toy/__init__.py" in names and "frameval/workloads/toy/media.py" not in names

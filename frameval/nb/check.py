@@ -1,8 +1,8 @@
 """Numerical equivalence of a framework's training step against the numpy float64
-reference (`frameval.nb.reference`), run by the `check` cell of every notebook.
+reference (the workload's `reference.py` on `frameval.nb.reference`), run by the `check` cell of every notebook.
 
     from frameval.nb import check
-    chk = check.Checker(rec, workload, seed, lr=lr, batch_size=batch_size, lstm_biases=1)
+    chk = check.Checker(rec, workload, seed, lr=lr, batch_size=batch_size, **options)  # options: the workload's own (lstm_biases=1)
     for b in chk.batches: ...          # STEPS batches of the training batch size (numpy)
     chk.forward(**outputs)             # the model at the shared initial weights, on chk.batches[0]
     chk.grads({name: grad})            # the gradients the FIRST training step computed
@@ -184,14 +184,17 @@ def _max(d):
 
 
 class Checker:
-    def __init__(self, rec, workload: str, seed: int = 0, lr: float | None = None, lstm_biases: int = 1,
-                 batch_size: int = PROBE_SIZE, steps: int = STEPS):
+    def __init__(self, rec, workload: str, seed: int = 0, lr: float | None = None,
+                 batch_size: int = PROBE_SIZE, steps: int = STEPS, **options):
         self.t0 = time.perf_counter()
         self.rec, self.workload, self.seed = rec, workload, int(seed)
         self.wl = workloads.find(workload)  # None: the setup problem says so, the check still reports
         self.tol = {**TOLERANCES, **(self.wl.tolerances if self.wl else {})}
         self.lr = float(lr) if lr is not None else (self.wl.default_lr if self.wl else 1e-3)
-        self.lstm_biases, self.batch_size, self.steps = int(lstm_biases), int(batch_size), int(steps)
+        self.batch_size, self.steps = int(batch_size), int(steps)
+        # the workload's own options (its record's check_options, e.g. the LSTM's bias vectors), recorded by name
+        known = self.wl.check_options if self.wl else {}
+        self.options = {k: int(options.get(k, v)) for k, v in known.items()}
         self.ref_s, self.ref_cached = 0.0, False
         self.problems, self.ignored, self.diagnosis = [], [], []
         self.unreached: dict = {}  # section -> why the framework's API gives no access to it
@@ -201,6 +204,9 @@ class Checker:
         self.kink = {"inputs_near_kink": 0, "budget": {},
                      "fraction": (self.wl.kink_fraction or KINK_FRACTION) if self.wl and self.wl.kink_sensitive else None}
         self.allowances = []  # each allowance that turned a figure over its tolerance into a pass, named
+        if set(options) - set(known):
+            self.problems.append(f"setup: options {sorted(set(options) - set(known))} are not {workload}'s "
+                                 f"(it takes {sorted(known) or 'none'})")
         try:
             self.batches, self.source = check_batches(workload, self.seed, self.batch_size, self.steps)
             self.w0 = self._initial()
@@ -221,7 +227,7 @@ class Checker:
 
     # -------------------------------------------------------- reference
     def _initial(self):
-        return workloads.get(self.workload).initial(kit(), self.seed, self.lstm_biases)
+        return workloads.get(self.workload).initial(kit(), self.seed, **self.options)
 
     def _flat_w0(self):
         return self.wl.flat(self.w0) if self.wl else self.w0
@@ -448,9 +454,9 @@ class Checker:
         self._kink_diagnosis(sections, budget)
         ok = _combine(verdicts.values())
         return {
-            "reference": "numpy float64 (frameval.nb.reference)", "batch_size": self.batch_size,
+            "reference": "numpy float64 (the workload's reference.py on frameval.nb.reference)", "batch_size": self.batch_size,
             "steps": self.steps, "probe_size": self.batch_size, "probe_source": self.source, "seed": self.seed,
-            "lr": self.lr, "lstm_biases": self.lstm_biases if self.wl is not None and self.wl.bias_count_matters else None,
+            "lr": self.lr, **self.options,
             "measure": ("relative norm ||out - ref|| / ||ref|| (forward, grads, running); losses |a-b|/|b| "
                         f"per step; update: w_{self.steps} - w_0 against the reference's, weighted by the "
                         "smallest reference gradient over the steps, in units of lr * steps"),

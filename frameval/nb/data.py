@@ -41,7 +41,7 @@ class Images:
                 "n_test": int(len(self.y_test)), **self.origin}
 
 
-def _cache_file(name: str, cache_dir: str | Path | None) -> Path:
+def cache_file(name: str, cache_dir: str | Path | None) -> Path:
     path = Path(cache_dir or data_cache_dir()) / name
     if not path.exists():
         setup = "--setup-only -p dataset=full" if name == "mnist-full.npz" else "--setup-only"
@@ -52,7 +52,7 @@ def _cache_file(name: str, cache_dir: str | Path | None) -> Path:
     return path
 
 
-def _meta(path: Path) -> dict:
+def cache_meta(path: Path) -> dict:
     return json.loads(path.with_suffix(".json").read_text())
 
 
@@ -62,8 +62,8 @@ def load_mnist(dataset: str = "embedded", max_train_samples: int = 0, cache_dir=
     `max_train_samples` > 0 keeps the first N training samples."""
     if dataset not in ("embedded", "full"):
         raise ValueError(f"dataset must be 'embedded' or 'full', not {dataset!r}")
-    path = _cache_file(f"mnist-{dataset}.npz", cache_dir)
-    meta = _meta(path)
+    path = cache_file(f"mnist-{dataset}.npz", cache_dir)
+    meta = cache_meta(path)
     with np.load(path) as z:
         xtr, ytr, xte, yte = z["x_train"], z["y_train"], z["x_test"], z["y_test"]
     n_total = len(ytr)
@@ -76,51 +76,6 @@ def load_mnist(dataset: str = "embedded", max_train_samples: int = 0, cache_dir=
     origin = {k: meta[k] for k in ("way", "origin", "idx_md5") if k in meta}
     return Images(scale(xtr), ytr.astype(np.int64), scale(xte), yte.astype(np.int64),
                   meta["source"], meta["sha256"], n_total, origin)
-
-
-@dataclass
-class Windows:
-    x_train: np.ndarray  # float32 (n, window, 1), standardised
-    y_train: np.ndarray  # float32 (n, 1)
-    x_val: np.ndarray
-    y_val: np.ndarray
-    mean: float
-    std: float
-    source: str
-    sha256: str
-    n_points: int
-
-    def to_units(self, y: np.ndarray) -> np.ndarray:
-        """Back from standardised values to the series' own units (ppm)."""
-        return np.asarray(y, dtype=np.float64) * self.std + self.mean
-
-    def describe(self) -> dict:
-        return {"name": "co2", "source": self.source, "sha256": self.sha256, "points": self.n_points,
-                "n_train": int(len(self.y_train)), "n_val": int(len(self.y_val)),
-                "mean": self.mean, "std": self.std}
-
-
-def load_co2(window: int = 20, train_fraction: float = 0.75, max_train_samples: int = 0,
-             series: str = "co2", cache_dir=None) -> Windows:
-    """Windows of `window` consecutive values predicting the next one, split
-    chronologically. Standardised with the mean and standard deviation of the
-    points the training windows cover (no look-ahead into validation)."""
-    path = _cache_file(f"series-{series}.npz", cache_dir)
-    meta = _meta(path)
-    with np.load(path) as z:
-        s = z["values"].astype(np.float64)
-    n = len(s) - window
-    n_train = int(n * train_fraction)
-    train_part = s[: n_train + window]
-    mean, std = float(train_part.mean()), float(train_part.std())
-    z = (s - mean) / std
-    idx = np.arange(window)[None, :] + np.arange(n)[:, None]
-    x = z[idx].astype(np.float32)[:, :, None]
-    y = z[window:].astype(np.float32)[:, None]
-    xtr, ytr = x[:n_train], y[:n_train]
-    if max_train_samples and max_train_samples > 0:
-        xtr, ytr = xtr[:max_train_samples], ytr[:max_train_samples]
-    return Windows(xtr, ytr, x[n_train:], y[n_train:], mean, std, meta["source"], meta["sha256"], len(s))
 
 
 def batches(n: int, batch_size: int, seed: int, epoch: int, drop_last: bool = True):

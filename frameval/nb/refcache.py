@@ -46,9 +46,10 @@ def key(workload: str, w0: dict, batches: list, lr: float) -> str:
     """Hash of everything the reference result depends on."""
     h = hashlib.sha256()
     h.update(Path(R.__file__).read_bytes())
-    wl = workloads.find(workload)  # its module composes the reference's steps: an edit there recomputes too
+    wl = workloads.find(workload)  # its record and its own reference compose the steps: an edit there recomputes too
     hook = Path(wl.train.__code__.co_filename) if wl is not None else None
-    h.update(hook.read_bytes() if hook is not None and hook.is_file() else b"")
+    for f in ((hook, hook.with_name("reference.py")) if hook is not None else ()):
+        h.update(f.read_bytes() if f.is_file() else b"")
     h.update(f"{workload}|{float(lr)!r}|{len(batches)}|".encode())
     _digest_arrays(h, w0)  # flat: {canonical name: array} (Workload.flat)
     for i, b in enumerate(batches):

@@ -1,5 +1,6 @@
-"""The report's figures: per workload (speed, memory, curves, DCGAN GIFs and
-grids, the LSTM prediction) and the summary panels. Each figure is drawn under
+"""The report's figures: per workload (speed, memory, curves, and the parts
+its record's `media` hook adds: the DCGAN's GIFs and grids, the LSTM's
+prediction, in frameval/workloads/<wl>/media.py) and the summary panels. Each figure is drawn under
 the guard: one that fails becomes {"error": "could not draw ...", "caption"}.
 Speed is samples/s, ranked highest first."""
 from __future__ import annotations
@@ -7,8 +8,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..catalog import WORKLOAD_BY_KEY
-from ..result import as_list
-from . import charts as ch
 from . import fmt
 from .called import quality_called
 from .model import fastest_by_group, rank_group, speed_ratio
@@ -77,52 +76,9 @@ def workload_media(wl, wrows, S, charts, name, assets_dir: Path, problems):
     cap = S("chart_curves", workload=wlname)
     out["charts"].append(figure(problems, S, cap, charts.curves, f"{wl}-curves", panels, S("axis_epoch")))
     out["charts"] = [c for c in out["charts"] if c]
-    extras = record.media if record else ()  # the parts a workload asks for beside the common charts
-    if "grids" in extras:
-        for i, w in enumerate(wrows):
-            dcgan_media(w, i, S, name, assets_dir, problems, out)
-    if "prediction" in extras:
-        out["prediction"] = _prediction(wrows, S, charts, problems)
+    if record is not None and record.media is not None:  # the parts a workload adds beside the common charts
+        record.media(wrows, S, charts, name, assets_dir, problems, out)
     return out
-
-
-def dcgan_media(w, i, S, name, assets_dir, problems, out):
-    """The run's per-epoch grids as an animated GIF, and its last grid."""
-    base = Path(w.result.dir or ".")
-    paths = [base / str(g) for g in w.result.grids]
-    paths = [p for p in paths if p.is_file()]
-    if not paths:
-        return
-    stem = f"{name}-dcgan-{i:02d}-{fmt.anchor(w.fw)}-{fmt.anchor(w.mode)}-{fmt.anchor(w.device)}"
-    gif = problems.run(S("what_gif", run=w.label), ch.make_gif, paths, assets_dir / f"{stem}.gif",
-                       default=lambda it: it)
-    if isinstance(gif, dict):
-        out["gifs"].append({"error": gif["text"], "label": w.label, "epochs": len(paths)})
-    elif gif:
-        out["gifs"].append({"file": gif.name, "label": w.label, "epochs": len(paths)})
-    png = problems.run(S("what_grid", run=w.label), ch.copy_png, paths[-1], assets_dir / f"{stem}-final.png",
-                       default=lambda it: it)
-    if isinstance(png, dict):
-        out["grids"].append({"error": png["text"], "label": w.label, "epochs": len(paths)})
-    elif png:
-        out["grids"].append({"file": png.name, "label": w.label, "epochs": len(paths)})
-
-
-def _prediction(wrows, S, charts, problems):
-    truth, base, base_r2, ser = None, None, None, []
-    for w in wrows:
-        s = w.result.series
-        if w.ok and as_list(s.get("val_pred")):
-            truth = truth or as_list(s.get("val_true"))
-            ser.append((w.label, w.fw, w.mode, s["val_pred"]))
-            if base is None and as_list(s.get("val_persistence")):  # the same data in every run
-                base, base_r2 = as_list(s["val_persistence"]), fmt.num(w.result.raw.get("persistence_r2"))
-    cap = S("chart_prediction")
-    if base is not None and base_r2 is not None:
-        cap = S("chart_prediction_baseline", r2=f"{base_r2:.4f}")
-    return figure(problems, S, cap, charts.prediction, "lstm-prediction", cap, S("axis_val_index"), S("axis_ppm"),
-                  S("series_truth"), truth, ser, (S("series_persistence", r2=f"{base_r2:.4f}"), base)
-                  if base is not None and base_r2 is not None else None)
 
 
 # ------------------------------------------------------------------ summary

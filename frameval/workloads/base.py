@@ -1,19 +1,23 @@
 """What a workload is: one record that every module asks instead of comparing
-the workload's name (issue #36). A workload module (lenet.py, dcgan.py,
-lstm.py) builds one `Workload` and the registry (`frameval.workloads`)
-holds it.
+the workload's name (issue #36). A workload folder (lenet/, dcgan/, lstm/)
+builds one `Workload` in its `__init__.py` and the registry
+(`frameval.workloads`) finds it.
 
 Standard library only, like `frameval.catalog`: the runner reads the records
 before its own environment exists, and the notebook kernels read them in every
 framework environment (numpy < 1.24, Python 3.10). The hooks that compute with
-arrays therefore receive their tools (`Kit`: numpy, the float64 reference, the
-data loaders) from the caller, `frameval.nb.check`, rather than importing them.
+arrays therefore receive their tools (`Kit`: numpy, the shared layer maths, the
+data loaders) from the caller, `frameval.nb.check`, or load their own folder's
+reference.py and data.py inside the hook, never at module level.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Callable
 
+# The parameters every notebook of a workload declares, in every framework
+# (ilkarman-style shared params). A test checks each notebook's parameters cell.
+COMMON_PARAMS = ("mode", "device", "precision", "epochs", "batch_size", "lr", "seed", "threads", "max_train_samples", "out_dir")
 
 @dataclass(frozen=True)
 class Quality:
@@ -104,8 +108,8 @@ class Figure:
 @dataclass(frozen=True)
 class Kit:
     """What the array hooks compute with, handed in by the check: numpy, the
-    float64 reference (`frameval.nb.reference`), the data module and the
-    shared initial weights (`frameval.nb.weights.init_weights`)."""
+    shared float64 layer maths (`frameval.nb.reference`), the MNIST data module
+    and the shared initial weights (`frameval.nb.weights.init_weights`)."""
     np: object
     R: object
     data: object
@@ -136,15 +140,26 @@ class Workload:
     networks: tuple           # (Network, ...)
     sample: Callable          # (kit, seed, size) -> x, y, source
     batch: Callable           # (kit, x, y, seed, k) -> one check batch dict
-    initial: Callable         # (kit, seed, lstm_biases) -> float64 initial weights
+    initial: Callable         # (kit, seed, **check_options) -> float64 initial weights
     forward: Callable         # (kit, w0, batch) -> {output: array}
     train: Callable           # (kit, w0, batches, lr, kink=None) -> {"losses", "grads", "grad_min", "weights"}
     expected: Callable        # (w0) -> ([trainable names], [running statistics names])
     flat: Callable = lambda w0: w0   # nested weights -> {canonical name: array}
     kink_sensitive: bool = False     # LeakyReLU: the check computes a float32 kink budget
     kink_fraction: float = 0.0       # how near the kink counts as float32's choice (0: check.KINK_FRACTION)
-    bias_count_matters: bool = False  # the check records lstm_biases
+    # the workload's own Checker options and their defaults (the LSTM's {"lstm_biases": 1}:
+    # one bias vector or two); the check passes them to `initial` and records them by name
+    check_options: dict = field(default_factory=dict)
     tolerances: dict = field(default_factory=dict)  # the check's, where this workload needs others
+    # ---- its data beyond the shared MNIST: the runner's preparation of its caches,
+    # (cache_dir) -> {name: path} (frameval/data.py), and the names of its folder's
+    # modules that notebooks reach as `nb.<name>` (frameval/nb/__init__.py): {name: module}
+    prepare_data: Callable = None
+    nb_names: dict = field(default_factory=dict)
+    # ---- its own parameters' rules (frameval/plan.py), beside the common ones:
+    # {name: (lowest, "what it must be")} and {name: (the values it may take, ...)}
+    param_rules: dict = field(default_factory=dict)
+    param_values: dict = field(default_factory=dict)
     # ---- FLOPs (frameval.flops)
     passes: Callable = None   # (params) -> (Pass, ...), per training sample
     # ---- the report
@@ -153,7 +168,9 @@ class Workload:
     structural_counts: dict = field(default_factory=dict)  # (network, count) -> i18n reason
     curves: tuple = ()        # ((result key, i18n axis), ...) per epoch
     figures: tuple = ()       # (Figure, ...)
-    media: tuple = ()         # extra report parts: "grids" (GIF of images), "prediction"
+    # extra report parts beside the common charts: (wrows, S, charts, name, assets_dir,
+    # problems, out) fills out["gifs"] / out["grids"] (images) or out["prediction"]
+    media: Callable = None
     intro_extra: Callable = _no_finding   # (wrows, S) -> text after the intro, or None
     quality_finding: Callable = _no_finding  # (S, fmt, name, best, worst, show) or (S, fmt, name, vals)
     seed_spread: dict = field(default_factory=dict)  # data_name -> SeedSpread, where measured
@@ -167,6 +184,8 @@ class Workload:
     # in the last only ("last"): a costly metric whose curve serves no target is
     # drawn once, for the final figure (issue #50: the DCGAN's distance at quick sizes)
     eval_without_target: str = "every"
+    # Its place in the default matrix and every table (lower first, then by key).
+    order: int = 100
 
     def final(self, result: dict):
         """The run's quality figure, or None."""

@@ -70,18 +70,5 @@ def series_too_few(params: dict, n_train: int) -> str:
     return f"-p window={params.get('window')} leaves {n_train} training windows"
 
 
-def series_sample(kit, seed, size):
-    """`size` CO2 training windows of 20 (x, next value) and where they came from."""
-    np = kit.np
-    rng = np.random.RandomState([seed, 3])
-    try:
-        d = kit.data.load_co2(20)
-        idx = rng.permutation(len(d.y_train))[:size]
-        return d.x_train[idx].copy(), d.y_train[idx].copy(), f"co2: {len(idx)} training windows"
-    except Exception:
-        x = rng.standard_normal((size, 20, 1)).astype(np.float32)
-        return x, rng.standard_normal((size, 1)).astype(np.float32), "random (CO2 cache missing)"
-
-
 def labelled_batch(kit, x, y, seed, k):
     return {"x": x, "y": y}

@@ -2,10 +2,8 @@
 workload besides its notebooks. Standard library only (see base.py)."""
 from __future__ import annotations
 
-from . import datasets
-from .base import Figure, Layer, Network, Pass, Quality, SeedSpread, Workload, conv, dense
-
-COMMON_PARAMS = ("mode", "device", "precision", "epochs", "batch_size", "lr", "seed", "threads", "max_train_samples", "out_dir")
+from .. import datasets
+from ..base import COMMON_PARAMS, Figure, Layer, Network, Pass, Quality, SeedSpread, Workload, conv, dense
 
 WEIGHTS = (
     ("conv1.weight", (6, 1, 5, 5), "conv"), ("conv1.bias", (6,), "zeros"),
@@ -24,16 +22,22 @@ def layers() -> tuple:
             Layer("dense 84→10", dense(84, 10)))
 
 
-def _initial(kit, seed, lstm_biases):
+def _ref():
+    """Its float64 reference (numpy), loaded when the check asks: the record stays standard library only."""
+    from . import reference
+    return reference
+
+
+def _initial(kit, seed):
     return kit.R.as64(kit.init("lenet", seed))
 
 
 def _forward(kit, w0, batch):
-    return {"logits": kit.R.lenet_forward(w0, kit.np.asarray(batch["x"], kit.np.float64))[0]}
+    return {"logits": _ref().lenet_forward(w0, kit.np.asarray(batch["x"], kit.np.float64))[0]}
 
 
 def _train(kit, w0, batches, lr, kink=None):
-    return kit.R.lenet_train(w0, batches, lr, kink=kink)
+    return _ref().lenet_train(w0, batches, lr, kink=kink)
 
 
 def _expected(w0):
@@ -46,10 +50,11 @@ def _finding(S, fmt, name, best, worst, show):
 
 
 WORKLOAD = Workload(
-    key="lenet", display="LeNet-5", params=COMMON_PARAMS + ("dataset", "api"), param_counts={"lenet": 61706},
+    key="lenet", order=1, display="LeNet-5", params=COMMON_PARAMS + ("dataset", "api"), param_counts={"lenet": 61706},
     quality=Quality("test_acc", "col_test_acc", "axis_accuracy", True, True),
     data_name=datasets.mnist_name, train_samples=datasets.mnist_train, data_problem=datasets.no_problem,
     too_few=datasets.mnist_too_few,
+    param_values={"dataset": tuple(datasets.MNIST_SIZES)},
     default_lr=1e-3, forward_outputs=("logits",), losses=("loss",),
     networks=(Network("lenet", 0, WEIGHTS, ("lenet", "model", "total")),),
     sample=datasets.mnist_sample, batch=datasets.labelled_batch, initial=_initial, forward=_forward,

@@ -2,9 +2,8 @@
 workload besides its notebooks. Standard library only (see base.py)."""
 from __future__ import annotations
 
-from . import datasets
-from .base import Figure, Layer, Network, Pass, Quality, Workload, conv, dense, tconv
-from .lenet import COMMON_PARAMS
+from .. import datasets
+from ..base import COMMON_PARAMS, Figure, Layer, Network, Pass, Quality, Workload, conv, dense, tconv
 
 NETS = ("generator", "discriminator")
 NOISE = 100
@@ -61,7 +60,13 @@ def _batch(kit, x, y, seed, k):
     return {"x": x, "z": z}
 
 
-def _initial(kit, seed, lstm_biases):
+def _ref():
+    """Its float64 reference (numpy), loaded when the check asks: the record stays standard library only."""
+    from . import reference
+    return reference
+
+
+def _initial(kit, seed):
     return {n: kit.R.as64(kit.init(n, seed)) for n in NETS}
 
 
@@ -70,13 +75,13 @@ def _flat(w0):
 
 
 def _forward(kit, w0, batch):
-    np, R = kit.np, kit.R
-    fake = R.generator_forward(w0["generator"], np.asarray(batch["z"], np.float64), train=True)[0]
-    return {"fake": fake, "d_logits": R.discriminator_forward(w0["discriminator"], np.asarray(batch["x"], np.float64))[0]}
+    np = kit.np
+    fake = _ref().generator_forward(w0["generator"], np.asarray(batch["z"], np.float64), train=True)[0]
+    return {"fake": fake, "d_logits": _ref().discriminator_forward(w0["discriminator"], np.asarray(batch["x"], np.float64))[0]}
 
 
 def _train(kit, w0, batches, lr, kink=None):
-    return kit.R.dcgan_train(w0["generator"], w0["discriminator"], batches, lr, kink=kink)
+    return _ref().dcgan_train(w0["generator"], w0["discriminator"], batches, lr, kink=kink)
 
 
 def _expected(w0):
@@ -114,6 +119,12 @@ def _samples(wrows, S):
     return S("dcgan_trained", samples=shown) + " " + S("dcgan_digits") + " " + text
 
 
+def _media(*args):
+    """Its report media (media.py: the report's code, loaded when the report asks)."""
+    from .media import grids
+    return grids(*args)
+
+
 def _finding(S, fmt, name, best, worst, show):
     """One seed: the lowest and the highest distance, never a ranking."""
     return S("finding_dcgan_fid", workload=name, run=best[0].label, fid=show(best[1]),
@@ -123,7 +134,7 @@ def _finding(S, fmt, name, best, worst, show):
 PROFILES = {"quick": {"epochs": 2, "batch_size": 32, "max_train_samples": 160}, "full": {"dataset": "full"}}
 
 WORKLOAD = Workload(
-    key="dcgan", display="DCGAN", params=COMMON_PARAMS + ("dataset",),
+    key="dcgan", order=2, display="DCGAN", params=COMMON_PARAMS + ("dataset",),
     param_counts={"generator": 2280896, "discriminator": 212865},
     # The Fréchet distance to real digits in a fixed classifier's features (frameval/nb/fid.py): lower is better.
     # One distance an epoch: each draws 1,000 images through the generator (about 170 GFLOP, seconds on a
@@ -134,6 +145,7 @@ WORKLOAD = Workload(
     quality=Quality("fid", "col_fid", "axis_fid", False, False),
     data_name=datasets.mnist_name, train_samples=datasets.mnist_train, data_problem=datasets.no_problem,
     too_few=datasets.mnist_too_few,
+    param_values={"dataset": tuple(datasets.MNIST_SIZES)},
     default_lr=1e-4, forward_outputs=("fake", "d_logits"), losses=("d_loss", "g_loss"),
     networks=(Network("generator", 1, GENERATOR, ("generator", "gen", "g", "netg")),
               Network("discriminator", 2, DISCRIMINATOR, ("discriminator", "disc", "d", "netd"))),
@@ -147,5 +159,5 @@ WORKLOAD = Workload(
     curves=(("gen_loss", "axis_loss"), ("disc_loss", "axis_loss")),
     # The losses stay beside the distance: they rank nothing, but show the training ran.
     figures=(Figure("col_gen_loss", "gen_loss", "sig4", None), Figure("col_disc_loss", "disc_loss", "sig4", None)),
-    media=("grids",), intro_extra=_samples, quality_finding=_finding,
+    media=_media, intro_extra=_samples, quality_finding=_finding,
 )

@@ -2,9 +2,8 @@
 about the workload besides its notebooks. Standard library only (see base.py)."""
 from __future__ import annotations
 
-from . import datasets
-from .base import Figure, Layer, Network, Pass, Quality, SeedSpread, Workload, dense
-from .lenet import COMMON_PARAMS
+from .. import datasets
+from ..base import COMMON_PARAMS, Figure, Layer, Network, Pass, Quality, SeedSpread, Workload, dense
 
 HIDDEN = 32
 WEIGHTS = (
@@ -31,20 +30,57 @@ def _passes(params) -> tuple:
     return (Pass("step", layers(int(p.get("window") or 20), int(p.get("hidden") or HIDDEN))),)
 
 
-def _initial(kit, seed, lstm_biases):
-    return kit.R.lstm_params(kit.R.as64(kit.init("lstm", seed)), lstm_biases)
+def _ref():
+    """Its float64 reference (numpy), loaded when the check asks: the record stays standard library only."""
+    from . import reference
+    return reference
+
+
+def _data():
+    """Its data loading (numpy), loaded when a kernel asks."""
+    from . import data
+    return data
+
+
+def _prepare(cache_dir=None) -> dict:
+    """The runner's preparation of its cache (statsmodels, the runner's environment)."""
+    from .prepare import caches
+    return caches(cache_dir)
+
+
+def _sample(kit, seed, size):
+    """`size` CO2 training windows of 20 (x, next value) and where they came from."""
+    np = kit.np
+    rng = np.random.RandomState([seed, 3])
+    try:
+        d = _data().load_co2(20)
+        idx = rng.permutation(len(d.y_train))[:size]
+        return d.x_train[idx].copy(), d.y_train[idx].copy(), f"co2: {len(idx)} training windows"
+    except Exception:
+        x = rng.standard_normal((size, 20, 1)).astype(np.float32)
+        return x, rng.standard_normal((size, 1)).astype(np.float32), "random (CO2 cache missing)"
+
+
+def _initial(kit, seed, lstm_biases=1):
+    return _ref().lstm_params(kit.R.as64(kit.init("lstm", seed)), lstm_biases)
 
 
 def _forward(kit, w0, batch):
-    return {"pred": kit.R.lstm_forward(w0, kit.np.asarray(batch["x"], kit.np.float64))[0]}
+    return {"pred": _ref().lstm_forward(w0, kit.np.asarray(batch["x"], kit.np.float64))[0]}
 
 
 def _train(kit, w0, batches, lr, kink=None):
-    return kit.R.lstm_train(w0, batches, lr)
+    return _ref().lstm_train(w0, batches, lr)
 
 
 def _expected(w0):
     return list(w0), []  # one bias or two, as the run's weights have it
+
+
+def _media(*args):
+    """Its report media (media.py: the report's code, loaded when the report asks)."""
+    from .media import prediction
+    return prediction(*args)
 
 
 def _finding(S, fmt, name, best, worst, show):
@@ -53,14 +89,19 @@ def _finding(S, fmt, name, best, worst, show):
 
 
 WORKLOAD = Workload(
-    key="lstm", display="LSTM", params=COMMON_PARAMS + ("window", "hidden", "series"), param_counts={"lstm": 4385},
+    key="lstm", order=3, display="LSTM", params=COMMON_PARAMS + ("window", "hidden", "series"), param_counts={"lstm": 4385},
     quality=Quality("val_r2", "col_val_r2", "axis_r2", True, False),
     data_name=datasets.series_name, train_samples=datasets.series_train, data_problem=datasets.series_problem,
-    too_few=datasets.series_too_few,
+    too_few=datasets.series_too_few, prepare_data=_prepare,
+    nb_names={"load_co2": "data", "forecast": "quality", "val_r2": "quality"},
+    # hidden is a parameter so the notebooks name it, but the shared initial weights
+    # and the numpy reference are defined for the spec's 32 only.
+    param_rules={"window": (1, "a positive integer"), "hidden": (1, "a positive integer")},
+    param_values={"series": tuple(datasets.SERIES_POINTS), "hidden": (HIDDEN,)},
     default_lr=1e-3, forward_outputs=("pred",), losses=("loss",),
     networks=(Network("lstm", 3, WEIGHTS, ("lstm", "model", "total")),),
-    sample=datasets.series_sample, batch=datasets.labelled_batch, initial=_initial, forward=_forward,
-    train=_train, expected=_expected, bias_count_matters=True,
+    sample=_sample, batch=datasets.labelled_batch, initial=_initial, forward=_forward,
+    train=_train, expected=_expected, check_options={"lstm_biases": 1},
     passes=_passes,
     profiles={"quick": {"epochs": 15}, "full": {}},
     spec_settings={"batch_size": 32, "lr": 1e-3, "optimizer": "Adam", "betas": [0.9, 0.999], "adam_eps": 1e-8,
@@ -69,7 +110,7 @@ WORKLOAD = Workload(
     curves=(("train_mse", "axis_mse"), ("val_mse", "axis_mse")),
     figures=(Figure("col_val_rmse", "val_rmse", "sig3", False), Figure("col_predict_ms", "predict_ms", "millis", False),
              Figure("col_model_size", "model_bytes", "kib", False), Figure("col_load_ms", "load_ms", "millis", False)),
-    media=("prediction",), quality_finding=_finding,
+    media=_media, quality_finding=_finding,
     # R² 0.90: the quick profile's curve (seed 0, all seven alike to 4 digits) passes it in epoch 12 of 15
     # (0.81 after 10, 0.91 after 12, 0.90 after 13, 0.94 after 14, 0.93 after 15): late enough to tell a port
     # that converges slower, early enough that a slower seed still reaches it (measured: 7 frameworks x 5

@@ -1,6 +1,8 @@
 """The LSTM's end-of-run figures, the same in every framework: validation R²
 and RMSE in the series' own units (ppm), prediction time per window, the saved
-model's size and load time, and the two series the report's chart draws."""
+model's size and load time, and the two series the report's chart draws.
+Numpy and the standard library only (it runs in every framework's kernel);
+notebooks reach `forecast` and `val_r2` as `nb.forecast`, `nb.val_r2`."""
 from __future__ import annotations
 
 from pathlib import Path
