@@ -170,6 +170,7 @@ def test_the_problems_are_the_same_bytes_and_the_held_out_never_trains():
     # pinned: numpy's legacy RandomState streams are frozen, so any machine gives these
     assert P.decode(a.stream()[:30]) == "97+32=129;64+02=066;68+38=106;"
     assert P.decode(P.questions(a).prompts[0]) == "74+81="
+    assert P.decode(P.problem_tokens([74], [81])[0][P.answer_offsets()]) == "155"
     train = set(zip(a.train_a.tolist(), a.train_b.tolist()))
     held = set(zip(a.held_a.tolist(), a.held_b.tolist()))
     assert len(held) == P.HELD_OUT and not train & held

@@ -10,7 +10,6 @@ and training seconds (evaluation off the clock) with the load average.
 """
 import argparse
 import itertools
-import math
 import os
 import time
 

@@ -45,6 +45,12 @@ def problem_length(digits: int = DIGITS) -> int:
     return 3 * digits + 4
 
 
+def answer_offsets(digits: int = DIGITS) -> np.ndarray:
+    """Where the answer's digits sit in a problem (2 digits + 2 ... 3 digits + 2);
+    the logits that predict them are one position earlier."""
+    return np.arange(2 * digits + 2, 3 * digits + 3)
+
+
 def encode(text: str) -> np.ndarray:
     return np.array([VOCAB.index(ch) for ch in text], dtype=np.int64)
 
@@ -170,8 +176,8 @@ class Questions:
 
 def questions(problems: Problems) -> Questions:
     t = problem_tokens(problems.held_a, problems.held_b, problems.digits)
-    p = 2 * problems.digits + 2
-    return Questions(t[:, :p], t[:, p:p + problems.digits + 1])
+    at = answer_offsets(problems.digits)
+    return Questions(t[:, :at[0]], t[:, at])
 
 
 def _last_logits(out: np.ndarray) -> np.ndarray:
