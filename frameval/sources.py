@@ -132,7 +132,7 @@ def notebook_side(framework: str, root: Path = REPO, workload: str | None = None
     loading, which the registry's dynamic import hides from `ast`)."""
     names = _workload_names(root)
     nb_modules = [_module_of(p, root) for p in sorted((root / "frameval" / "nb").glob("*.py"))]
-    data = sorted((root / "frameval" / "nb").glob("*.npz"))
+    data = sorted((root / "frameval" / "nb").glob("*.npz"))  # none today: the DCGAN's classifier is in its folder
     # The registry imports every framework's record by name (no static import to follow),
     # and nb/determinism.py and nb/precision.py load this framework's switches the same way.
     records = [_module_of(d / "__init__.py", root) for d in folders(root / "frameval" / "frameworks")]

@@ -1,4 +1,4 @@
-"""The DCGAN's quality figure (frameval/nb/fid.py): the Fréchet distance in a
+"""The DCGAN's quality figure (frameval/workloads/dcgan/fid.py): the Fréchet distance in a
 fixed numpy MNIST classifier's feature space. Unit-level: no notebook runs
 (the real DCGAN runs' distances are checked in tests/test_pipeline.py)."""
 import re
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from frameval import data
-from frameval.nb import fid
+from frameval.workloads.dcgan import fid
 from frameval.nb.data import NoiseStream, fixed_noise, load_mnist
 from frameval.paths import REPO
 

@@ -87,7 +87,7 @@ def test_run_matches_spec(matrix, fw, wl, mode):
     if wl == "dcgan":
         assert len(r["grids"]) == 2
         # the quality figure: the distance of fid.N fixed-noise images from the real test digits
-        from frameval.nb import fid
+        from frameval.workloads.dcgan import fid
         assert isinstance(r["fid"], float) and math.isfinite(r["fid"]) and r["fid"] > 0, r.get("fid")
         assert r["fid_samples"] == fid.N
         run_dir = matrix["out"] / "runs" / fw / f"{wl}-{mode}"

@@ -1,5 +1,5 @@
-"""Train the DCGAN distance's fixed MNIST classifier (frameval/nb/fid.py) and
-write its weights, `frameval/nb/fid_classifier.npz`. Run once, offline; the
+"""Train the DCGAN distance's fixed MNIST classifier (frameval/workloads/dcgan/fid.py) and
+write its weights, `frameval/workloads/dcgan/fid_classifier.npz`. Run once, offline; the
 weights are committed, so no run ever trains it again.
 
     python3 tools/train_fid_classifier.py [OUT.npz]   # needs the full-MNIST cache: run_all.py --setup-only --data full
@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from frameval.nb import fid  # noqa: E402
+from frameval.workloads.dcgan import fid  # noqa: E402
 from frameval.nb.data import load_mnist  # noqa: E402
 
 SIZES = (784, 128, 64, 10)

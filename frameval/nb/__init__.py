@@ -10,7 +10,6 @@ from .data import (NOISE_DIM, NoiseStream, batches, eval_batches, fixed_noise,
 from .plots import plot_curves, svg_lines
 from .params import collect as parameters
 from .images import grid, save_grid, show_last_grid, show_png, write_png
-from . import fid
 from .measure import Stopwatch, peak_rss_mb, rss_mb
 from .record import Recorder, count_params
 from .weights import count_trainable, init_weights, trainable_names
@@ -22,12 +21,14 @@ __all__ = ["fid", "NOISE_DIM", "NoiseStream", "batches", "eval_batches", "fixed_
 
 def __getattr__(name: str):
     """A name a workload's own folder gives the notebooks (its record's
-    `nb_names`, e.g. the LSTM's `load_co2` and `forecast`), imported when
+    `nb_names`, e.g. the LSTM's `load_co2` and `forecast`, the DCGAN's `fid`
+    module), imported when
     first asked: a kernel loads only its own workload's modules."""
     import importlib
 
     from .. import workloads
     for wl in workloads.REGISTRY.values():
         if name in wl.nb_names:
-            return getattr(importlib.import_module(f"{workloads.__name__}.{wl.key}.{wl.nb_names[name]}"), name)
+            module = importlib.import_module(f"{workloads.__name__}.{wl.key}.{wl.nb_names[name]}")
+            return module if wl.nb_names[name] == name else getattr(module, name)  # a module by its own name: nb.fid
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

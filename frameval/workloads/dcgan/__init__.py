@@ -136,7 +136,7 @@ PROFILES = {"quick": {"epochs": 2, "batch_size": 32, "max_train_samples": 160}, 
 WORKLOAD = Workload(
     key="dcgan", order=2, display="DCGAN", params=COMMON_PARAMS + ("dataset",),
     param_counts={"generator": 2280896, "discriminator": 212865},
-    # The Fréchet distance to real digits in a fixed classifier's features (frameval/nb/fid.py): lower is better.
+    # The Fréchet distance to real digits in a fixed classifier's features (fid.py in this folder): lower is better.
     # One distance an epoch: each draws 1,000 images through the generator (about 170 GFLOP, seconds on a
     # 2-core CPU), and with no target reachable at the CPU's sizes the curve needs no finer steps.
     # No target for the data set: only the last epoch's, which is also the final figure (issue #50:
@@ -160,4 +160,5 @@ WORKLOAD = Workload(
     # The losses stay beside the distance: they rank nothing, but show the training ran.
     figures=(Figure("col_gen_loss", "gen_loss", "sig4", None), Figure("col_disc_loss", "disc_loss", "sig4", None)),
     media=_media, intro_extra=_samples, quality_finding=_finding,
+    nb_names={"fid": "fid"},  # nb.fid: the distance, loaded by the DCGAN notebooks only
 )

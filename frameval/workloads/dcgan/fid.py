@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .data import NOISE_DIM, load_mnist
+from ...nb.data import NOISE_DIM, load_mnist
 
 WEIGHTS = Path(__file__).with_name("fid_classifier.npz")
 # Generated samples per evaluation point: the same in every framework, because
