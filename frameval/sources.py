@@ -98,6 +98,7 @@ def closure(*modules: str, root: Path = REPO, skip=lambda name: False, top_only:
 # The modules of a workload folder that the runner runs, never a kernel: its
 # report media and the preparation of its data caches (whose checksum the key holds).
 RUNNER_SIDE = ("media", "prepare")
+RUNNER_FOLDERS = {"strings", "__pycache__"}  # its report words (report/i18n.py)
 
 
 def _workload_names(root: Path) -> list:
@@ -120,7 +121,8 @@ def _workload_files(workload: str, names: list, root: Path) -> set:
     others = [w for w in names if w != workload]
     out = closure(*[m for m in mods if m not in runner], root=root,
                   skip=lambda n: n in runner or _inside_workload(n, others))
-    return set(out) | {p for p in home.rglob("*") if p.is_file() and p.suffix not in (".py", ".pyc")}
+    return set(out) | {p for p in home.rglob("*") if p.is_file() and p.suffix not in (".py", ".pyc")
+                       and not RUNNER_FOLDERS.intersection(p.relative_to(home).parts)}
 
 
 def notebook_side(framework: str, root: Path = REPO, workload: str | None = None) -> list:

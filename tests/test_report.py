@@ -29,6 +29,8 @@ from frameval.commands.test import TEST_OUTPUT  # noqa: E402
 
 from frameval import report  # noqa: E402
 from frameval.report import fmt  # noqa: E402
+from frameval import workloads  # noqa: E402
+from frameval.report import i18n  # noqa: E402
 from frameval.report.i18n import Strings  # noqa: E402
 
 FIX = REPO / "tests" / "fixtures" / "report"
@@ -149,9 +151,12 @@ def test_every_section_appears(built, lang):
 
 
 def test_strings_complete_in_both_languages():
-    en = json.loads((REPO / "templates" / "strings" / "en.json").read_text())
-    zh = json.loads((REPO / "templates" / "strings" / "zh.json").read_text())
+    # the shared words and every workload folder's own (frameval/workloads/<wl>/strings/)
+    en, zh = i18n._load("en", str(i18n.TEMPLATES)), i18n._load("zh", str(i18n.TEMPLATES))
     assert set(en) == set(zh)
+    for folder in workloads.folders():
+        own = {lang: json.loads((folder / "strings" / f"{lang}.json").read_text()) for lang in i18n.LANGS}
+        assert set(own["en"]) == set(own["zh"]) and f"wl_{folder.name}" in own["en"], folder.name
     untranslated = [k for k in en if CJK.search(en[k])]
     assert not untranslated
     # every heading of the Chinese report is Chinese
@@ -161,6 +166,17 @@ def test_strings_complete_in_both_languages():
     ph = re.compile(r"\{(\w+)\}")
     for k in en:
         assert set(ph.findall(en[k])) == set(ph.findall(zh[k])), k
+
+
+def test_a_workload_may_not_redefine_a_shared_word(tmp_path, monkeypatch):
+    (tmp_path / "strings").mkdir()
+    (tmp_path / "strings" / "en.json").write_text(json.dumps({"col_framework": "Framework", "wl_lenet": "mine"}))
+    i18n._load.cache_clear()
+    try:
+        with pytest.raises(ValueError, match="lenet/strings/en.json redefines wl_lenet"):
+            i18n._load("en", str(tmp_path))
+    finally:
+        i18n._load.cache_clear()
 
 
 def test_figures_equal_the_results(built):

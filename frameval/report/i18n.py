@@ -1,11 +1,15 @@
 """The report's words: every heading, label and generated sentence comes from
-`templates/strings/<lang>.json`; English fills any key a translation lacks."""
+`templates/strings/<lang>.json`, and a workload's own words (its name, intro,
+columns, axes, findings) from its folder's `strings/<lang>.json`
+(frameval/workloads/<wl>/), so a new workload brings its words with it.
+English fills any key a translation lacks; a key defined twice is an error."""
 from __future__ import annotations
 
 import string
 from functools import lru_cache
 from pathlib import Path
 
+from .. import workloads
 from ..files import read_json
 from ..paths import REPO
 
@@ -15,8 +19,14 @@ LANGS = ("en", "zh")
 
 @lru_cache(maxsize=None)
 def _load(lang: str, root: str) -> dict:
-    path = Path(root) / "strings" / f"{lang}.json"
-    return read_json(path)
+    words = dict(read_json(Path(root) / "strings" / f"{lang}.json"))
+    for folder in workloads.folders():
+        own = read_json(folder / "strings" / f"{lang}.json", default={})
+        twice = sorted(set(own) & set(words))
+        if twice:  # one home per word: a workload may not redefine the shared ones, nor another's
+            raise ValueError(f"{folder.name}/strings/{lang}.json redefines {', '.join(twice)}")
+        words.update(own)
+    return words
 
 
 class _Safe(dict):
