@@ -16,6 +16,8 @@ import pytest
 from conftest import REPO
 from frameval import catalog, frameworks, sources
 
+import name_switches as name_finder  # noqa: E402  (tests/name_switches.py)
+
 pytestmark = pytest.mark.fast
 
 # The names come from the registry, so an eighth framework's name is guarded
@@ -88,23 +90,8 @@ def test_the_cache_key_follows_the_framework_folder(tmp_path):
 
 
 # ------------------------------------------------------------------ no name switches
-def _is_name(node) -> bool:
-    if isinstance(node, ast.Constant):
-        return node.value in NAMES
-    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):  # fw in ("paddle", "mxnet"); {("torch", id): ...}
-        return any(_is_name(e) for e in node.elts)
-    return False
-
-
 def name_switches(source: str) -> list:
-    """[(line, what)]: each comparison with a framework's name, each dict keyed by one."""
-    found = []
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Compare) and any(_is_name(n) for n in (node.left, *node.comparators)):
-            found.append((node.lineno, "compares a framework's name"))
-        elif isinstance(node, ast.Dict) and any(k is not None and _is_name(k) for k in node.keys):
-            found.append((node.lineno, "a dict keyed by a framework's name"))
-    return found
+    return name_finder.find(source, NAMES, "framework")
 
 
 def test_the_finder_finds_a_switch():

@@ -15,7 +15,6 @@ workload's name.
 """
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -28,6 +27,8 @@ from frameval.report.i18n import Strings
 from frameval.report.model import make_rows
 from frameval.report.tables import workload_table
 from frameval.workloads.base import Figure, Layer, Network, Pass, Quality, Workload, dense
+
+import name_switches as name_finder  # noqa: E402  (tests/name_switches.py)
 
 pytestmark = pytest.mark.fast
 REPO = Path(__file__).resolve().parent.parent
@@ -123,23 +124,8 @@ def test_a_toy_workload_has_a_report_table(tmp_path):
 NAMES = set(workloads.REGISTRY)
 
 
-def _is_name(node) -> bool:
-    if isinstance(node, ast.Constant):
-        return node.value in NAMES
-    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):  # wl in ("lenet", "lstm")
-        return any(_is_name(e) for e in node.elts)
-    return False
-
-
 def name_switches(source: str) -> list:
-    """[(line, what)]: each comparison with a workload's name, each dict keyed by one."""
-    found = []
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Compare) and any(_is_name(n) for n in (node.left, *node.comparators)):
-            found.append((node.lineno, "compares a workload's name"))
-        elif isinstance(node, ast.Dict) and any(k is not None and _is_name(k) for k in node.keys):
-            found.append((node.lineno, "a dict keyed by a workload's name"))
-    return found
+    return name_finder.find(source, NAMES, "workload")
 
 
 def test_the_guard_knows_every_registered_workload():
