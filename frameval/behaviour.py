@@ -1,6 +1,6 @@
 """Tensor behaviour against NumPy, and each framework's error messages (#40):
-the behaviour cases and common mistakes of `frameval/fw/behaviour.py` run in
-every framework's environment (through frameval/envscripts.py: cached per
+the behaviour cases and common mistakes of `frameval/envscripts/behaviour.py` run in
+every framework's environment (through frameval/envscripts/__init__.py: cached per
 environment, machine and the scripts' source), NumPy's own outcomes of the
 same cases computed here, and both written to `<out>/behaviour.json`.
 
@@ -18,10 +18,10 @@ from pathlib import Path
 from . import envscripts, files, frameworks
 
 BEHAVIOUR = "behaviour.json"  # <out>/behaviour.json
-MODULE = "frameval.fw.behaviour"
+MODULE = "frameval.envscripts.behaviour"
 # The framework-side modules the script imports (with the framework's own parts:
 # `sources`): a change to any of them runs the cases again.
-SOURCES = ("frameval.fw.behaviour_cases", "frameval.fw.behaviour_adapters", "frameval.fw.mistakes")
+SOURCES = ("frameval.envscripts.behaviour_cases", "frameval.envscripts.behaviour_adapters", "frameval.envscripts.mistakes")
 PARTS = ("behaviour", "mistakes", "support")
 
 
@@ -34,8 +34,8 @@ RTOL = 1e-5
 def reference() -> dict:
     """NumPy's outcome of every case, in this process (the runner's numpy)."""
     import numpy as np
-    from .fw.behaviour import run_cases
-    from .fw.behaviour_adapters import Numpy
+    from .envscripts.behaviour import run_cases
+    from .envscripts.behaviour_adapters import Numpy
     return {"numpy": np.__version__, "cases": run_cases(Numpy())}
 
 
@@ -98,7 +98,7 @@ def _load():
 def expected(case) -> dict:
     """A case's hand-written `expect` as an outcome (what NumPy must answer)."""
     import numpy as np
-    from .fw.behaviour_cases import Raises
+    from .envscripts.behaviour_cases import Raises
     if isinstance(case.expect, Raises):
         return {"raises": case.expect.type}
     if isinstance(case.expect, tuple):
@@ -153,7 +153,7 @@ def show(outcome) -> str:
 def judged(m: dict) -> dict:
     """{fw_key: {case_id: {"verdict", "numpy", "got"}}} for every framework that ran
     (a framework whose script failed: every case "not available" with the error)."""
-    from .fw.behaviour_cases import CASES
+    from .envscripts.behaviour_cases import CASES
     ref = ((m or {}).get("reference") or {}).get("cases") or {}
     out = {}
     for key, got in ((m or {}).get("frameworks") or {}).items():

@@ -1,6 +1,6 @@
 """Each framework's own GEMM ceiling: its float32 matrix product on 1 thread and
 on every core, measured in its own environment exactly as its runs see it
-(`frameval/fw/gemm.py` and its frameworks/<fw>/gemm.py, through `frameval/envscripts.py`, cached per
+(`frameval/envscripts/gemm.py` and its frameworks/<fw>/gemm.py, through `frameval/envscripts/__init__.py`, cached per
 environment and machine), and the machine's figure as the best of numpy's BLAS
 and every framework's product.
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 from . import cpu, envscripts, frameworks
 from .catalog import framework_name
 
-MODULE = "frameval.fw.gemm"
+MODULE = "frameval.envscripts.gemm"
 # What the script imports (and the framework's gemm and support parts): a change measures again.
 ALSO = ("frameval.idle", "frameval.nb.measure")
 # A framework whose ceiling is below this share of the best framework's: its gap is in the kernels.

@@ -1,6 +1,6 @@
 """Whether a peak figure was measured on an idle machine, and the timing loop
 that measures it (standard library only: the runner's probe and the
-framework-side GEMM script, frameval/fw/gemm.py, both use it).
+framework-side GEMM script, frameval/envscripts/gemm.py, both use it).
 
 A peak measured while other work runs is a lower bound, not a peak: on 2 cores
 at load 3.98 MindSpore's GEMM read 63 GFLOP/s where idle it reaches 110, and

@@ -1,5 +1,5 @@
 """The scores of an error message (#40), properties anyone can check against
-the record of one mistake (frameval/fw/mistakes.py, run by frameval/behaviour.py):
+the record of one mistake (frameval/envscripts/mistakes.py, run by frameval/behaviour.py):
 
 - "sizes": the message names the sizes (or types) involved: every one of the
   mistake's `sizes` patterns appears in it;
@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import re
 
-from .fw.mistakes import BY_ID, MISTAKES
+from .envscripts.mistakes import BY_ID, MISTAKES
 
 SCORES = ("sizes", "op", "line", "short")
 FEW_LINES = 4

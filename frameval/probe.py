@@ -127,7 +127,7 @@ def measure(env_by_fw: dict | None = None, say=print, n: int = MATMUL_N, copy_mb
                              f"{idle.MIN_REPEATS} to {idle.MAX_REPEATS} after a warm-up (until the best two agree, or {idle.BUDGET_S:.0f} s, "
                              f"within {idle.AGREE:.0%}), one child process per thread count "
                              f"({', '.join(THREAD_VARS)}) with every instruction-set cap removed; each "
-                             "framework's own product in its environment as its runs see it (frameval/fw/gemm.py); "
+                             "framework's own product in its environment as its runs see it (frameval/envscripts/gemm.py); "
                              "the peak is the best of all",
                    "copy": f"numpy.copyto of {copy_mb} MB float32 in {cores} slices on {cores} threads "
                            f"(read + write counted), best of {REPEATS}",

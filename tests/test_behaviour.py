@@ -15,9 +15,9 @@ import pytest
 
 from conftest import REPO
 from frameval import behaviour, envs, mistakes
-from frameval.fw.behaviour import run_case, run_cases
-from frameval.fw.behaviour_adapters import Numpy
-from frameval.fw.behaviour_cases import BY_ID, CASES, Raises
+from frameval.envscripts.behaviour import run_case, run_cases
+from frameval.envscripts.behaviour_adapters import Numpy
+from frameval.envscripts.behaviour_cases import BY_ID, CASES, Raises
 from frameval.report import build
 from frameval.report.behaviour import SYMBOL, behaviour_section
 from frameval.report.i18n import Strings
@@ -41,7 +41,7 @@ def test_each_numpy_reference_is_the_answer_written_by_hand(case):
 
 @pytest.mark.fast
 def test_the_catalogue_has_about_forty_cases_in_every_group_with_unique_ids():
-    from frameval.fw.behaviour_cases import GROUPS
+    from frameval.envscripts.behaviour_cases import GROUPS
     assert 40 <= len(CASES) <= 60 and len(BY_ID) == len(CASES)
     assert {c.group for c in CASES} == set(GROUPS)
 

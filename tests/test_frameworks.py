@@ -134,7 +134,7 @@ TOY = {
             return None
         ''',
     "behaviour.py": '''
-        from frameval.fw.behaviour_adapters import Numpy
+        from frameval.envscripts.behaviour_adapters import Numpy
 
 
         class Toy(Numpy):
@@ -155,7 +155,7 @@ TOY = {
     "gemm.py": '''
         import numpy as np
 
-        from frameval.fw.gemm import inputs
+        from frameval.envscripts.gemm import inputs
         from frameval.idle import best_time
 
 
@@ -174,8 +174,8 @@ PROBE = '''
 import json
 from frameval import catalog, defects, frameworks, sources
 from frameval.envs import install_facts, kernels
-from frameval.fw import behaviour, gemm
-from frameval.fw.behaviour_adapters import Numpy
+from frameval.envscripts import behaviour, gemm
+from frameval.envscripts.behaviour_adapters import Numpy
 from frameval.nb import determinism, precision
 from frameval.report import charts, spec
 from frameval.report.i18n import Strings

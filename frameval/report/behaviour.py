@@ -13,13 +13,13 @@ import re
 
 from .. import behaviour
 from ..catalog import framework_name
-from ..fw.behaviour_cases import CASES, GROUPS
+from ..envscripts.behaviour_cases import CASES, GROUPS
 from ..paths import REPO
 from .cells import cell, header
 
 SYMBOL = {"same": "✓", "differs": "≠", "raises": "✗", "na": "–"}
 CLASS = {"same": "ok", "differs": "warn", "raises": "flag", "na": "na"}
-CASES_FILE = REPO / "frameval" / "fw" / "behaviour_cases.py"
+CASES_FILE = REPO / "frameval" / "envscripts" / "behaviour_cases.py"
 
 
 def merged(sources) -> dict | None:

@@ -1,5 +1,5 @@
 """The "Error messages side by side" section (#40): for each common mistake
-(frameval/fw/mistakes.py), every framework's exception type and message, and
+(frameval/envscripts/mistakes.py), every framework's exception type and message, and
 the four scores of frameval/mistakes.py (names the sizes, names the operation,
 points at the user's line, fits in a few lines); then a count per framework.
 The hackathon report's "error summary", made the same for every framework.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from .. import mistakes as scoring
 from ..catalog import framework_name
-from ..fw.mistakes import MISTAKES
+from ..envscripts.mistakes import MISTAKES
 from .behaviour import column_name, merged
 from .cells import cell, header
 

@@ -1,4 +1,4 @@
-"""MindSpore's adapter for the behaviour cases (what each method means: frameval/fw/behaviour_adapters.py,
+"""MindSpore's adapter for the behaviour cases (what each method means: frameval/envscripts/behaviour_adapters.py,
 whose `Numpy` is the reference). numpy + standard library + the framework, loaded only in its own environment."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import os
 
 import numpy as np
 
-from frameval.fw.behaviour_adapters import Numpy
+from frameval.envscripts.behaviour_adapters import Numpy
 
 
 class MindSpore(Numpy):

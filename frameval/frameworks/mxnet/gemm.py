@@ -1,10 +1,10 @@
-"""MXNet's own float32 matrix product, set up as its notebooks set it up (frameval/fw/gemm.py
+"""MXNet's own float32 matrix product, set up as its notebooks set it up (frameval/envscripts/gemm.py
 times it). Standard library + the framework, loaded only in its own environment."""
 from __future__ import annotations
 
 import os
 
-from frameval.fw.gemm import inputs
+from frameval.envscripts.gemm import inputs
 from frameval.idle import best_time
 
 

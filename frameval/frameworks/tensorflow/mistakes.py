@@ -1,4 +1,4 @@
-"""TensorFlow's spelling of the common mistakes (frameval/fw/mistakes.py: what each is), one line
+"""TensorFlow's spelling of the common mistakes (frameval/envscripts/mistakes.py: what each is), one line
 each where it can be: the line that raises here is "the user's line". numpy + standard library + the framework."""
 from __future__ import annotations
 

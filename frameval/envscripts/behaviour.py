@@ -1,6 +1,6 @@
-"""Every behaviour case (frameval/fw/behaviour_cases.py) and every common
-mistake (frameval/fw/mistakes.py) run in one framework's environment:
-`python -m frameval.fw.behaviour FRAMEWORK` prints one JSON line,
+"""Every behaviour case (frameval/envscripts/behaviour_cases.py) and every common
+mistake (frameval/envscripts/mistakes.py) run in one framework's environment:
+`python -m frameval.envscripts.behaviour FRAMEWORK` prints one JSON line,
 
     {"framework", "version", "api", "cases": {id: outcome}, "mistakes": {id: record}}
 
@@ -48,7 +48,7 @@ def first_line(exc: BaseException) -> str:
 
 
 def run_case(case, xp) -> dict:
-    from frameval.fw.behaviour_adapters import NotApplicable
+    from frameval.envscripts.behaviour_adapters import NotApplicable
     try:
         value = case.fn(xp)
         xp.sync()
@@ -60,15 +60,15 @@ def run_case(case, xp) -> dict:
 
 
 def run_cases(xp) -> dict:
-    from frameval.fw.behaviour_cases import CASES
+    from frameval.envscripts.behaviour_cases import CASES
     return {c.id: run_case(c, xp) for c in CASES}
 
 
 def main(framework: str) -> dict:
     import warnings
     warnings.simplefilter("ignore")  # deprecation chatter is not a behaviour
-    from frameval.fw.behaviour_adapters import adapter
-    from frameval.fw import mistakes
+    from frameval.envscripts.behaviour_adapters import adapter
+    from frameval.envscripts import mistakes
     xp = adapter(framework)()
     return {"framework": framework, "version": xp.version(), "api": xp.api, "numpy": np.__version__,
             "cases": run_cases(xp), "mistakes": mistakes.run_all(framework, xp.sync)}

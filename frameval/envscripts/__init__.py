@@ -1,6 +1,15 @@
-"""Framework-side scripts: a module of `frameval/fw/` run with `python -m` in a
-framework's own environment, one child process per setting, its one JSON
-line cached per environment and machine.
+"""Scripts that run inside a framework's own environment, and how the runner
+runs them (this module).
+
+The scripts are framework-neutral code run in a framework's environment as (`python -m frameval.envscripts.behaviour FRAMEWORK`, `python -m frameval.envscripts.gemm
+FRAMEWORK THREADS`): the behaviour cases, the common mistakes, the GEMM timer.
+Each framework's own side of them (its adapter, its spelling of the mistakes,
+its matrix product) is a part of its folder, frameval/frameworks/<fw>/, loaded
+by name (`frameworks.part`).
+
+The runner's side, here: a script is run with `python -m` in a framework's
+own environment, one child process per setting, its one JSON line cached per
+environment and machine.
 
 The cache key holds what decides the figure: the environment (its freeze, as
 the run cache key), the CPU (model, instruction sets, cores), the instruction-
@@ -18,8 +27,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from . import cpu, files
-from .paths import REPO, user_cache_dir
+from .. import cpu, files
+from ..paths import REPO, user_cache_dir
 
 CACHE = "envscripts"  # <user cache>/envscripts/<script>-<framework>-<key>.json
 

@@ -1,6 +1,6 @@
 """The behaviour cases: tensor indexing, assignment, broadcasting, type
 promotion, integer semantics, reductions and NumPy interop, each written once
-against a small adapter (`xp`, frameval/fw/behaviour_adapters.py) so that the
+against a small adapter (`xp`, frameval/envscripts/behaviour_adapters.py) so that the
 same lines run on NumPy (the reference) and on every framework.
 
 A case is `Case(id, group, fn, expect)`: `fn(xp)` returns what the case looks at

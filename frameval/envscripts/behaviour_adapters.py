@@ -1,5 +1,5 @@
 """The small adapter each behaviour case is written against
-(frameval/fw/behaviour_cases.py): making a tensor from an array, reading one
+(frameval/envscripts/behaviour_cases.py): making a tensor from an array, reading one
 back, and the few operations whose spelling differs between frameworks
 (`sum(dim=)` against `sum(axis=)`, a gradient, an indexed write). Everything
 else a case does (indexing, operators) is each framework's own.

@@ -1,5 +1,5 @@
 """A framework's own float32 matrix product, timed inside its environment: the
-ceiling its training runs can reach (`python -m frameval.fw.gemm FRAMEWORK
+ceiling its training runs can reach (`python -m frameval.envscripts.gemm FRAMEWORK
 THREADS [N]`, one process per thread count; prints one JSON line).
 
 Each framework is set up as its notebooks set it up: the thread variables of
