@@ -17,7 +17,7 @@ from . import files, versions
 from .envs.spec import PinError, key as framework_key
 from .paths import REPO, notebook_path
 from .catalog import (APIS, BY_KEY, HIGH_API_NOTEBOOKS, WORKLOAD_BY_KEY, WORKLOAD_PARAMS, DEVICES, FRAMEWORKS, OPT_IN_FRAMEWORKS, MODES, PRECISIONS,
-                      PROFILE_FRAMEWORK_OVERRIDES, PROFILES, WORKLOADS, canonical_framework)
+                      PROFILE_FRAMEWORK_OVERRIDES, PROFILES, WORKLOADS, DEFAULT_WORKLOADS, canonical_framework)
 
 # Set by the runner from its own options, not with -p.
 RESERVED = {"mode": "--mode", "device": "--device", "out_dir": "--out"}
@@ -97,16 +97,17 @@ class Run:
         return ("" if self.seed is None else f" seed {self.seed}") + ("" if self.repeat == 1 else f" repeat {self.repeat}")
 
 
-def split_list(value: str, allowed, what: str, aliases=None, opt_in=()) -> list:
+def split_list(value: str, allowed, what: str, aliases=None, opt_in=(), default=None) -> list:
     """A comma list checked against `allowed` ("all" is all of them); names in
-    `opt_in` are accepted too but are not part of "all"."""
+    `opt_in` are accepted too but are not part of "all"; "default" is `default`
+    (where given: the default matrix's workloads)."""
     items = []
     for raw in (value or "").split(","):
         raw = raw.strip()
         if not raw:
             continue
-        if raw == "all":
-            items.extend(allowed)
+        if raw == "all" or (raw == "default" and default is not None):
+            items.extend(allowed if raw == "all" else default)
             continue
         item = (aliases or (lambda x: x))(raw)
         if item not in allowed and item not in opt_in:
@@ -181,11 +182,11 @@ def coerce(key: str, raw, default, where: str, workload: str | None = None):
     return value
 
 
-def build_plan(frameworks: str = "all", workloads: str = "all", mode: str = "graph", device: str = "cpu",
+def build_plan(frameworks: str = "all", workloads: str = "default", mode: str = "graph", device: str = "cpu",
                profile: str = "quick", overrides=None, repeats: int = 1, seeds=()) -> list:
     entries = framework_entries(frameworks, device)
     fws = list(dict.fromkeys(fw for fw, _ in entries))
-    wls = split_list(workloads, WORKLOADS, "workload")
+    wls = split_list(workloads, WORKLOADS, "workload", default=DEFAULT_WORKLOADS)
     if mode not in (*MODES, "both"):
         raise PlanError(f"unknown mode {mode!r}; choose from graph, eager, both")
     modes = list(MODES) if mode == "both" else [mode]
