@@ -201,6 +201,10 @@ def build_plan(frameworks: str = "all", workloads: str = "default", mode: str = 
     if seeds and any("seed" in values for values in ov.values()):
         raise PlanError("--seeds and -p seed= both given; use one (--seeds makes one row of its seeds, "
                         "-p seed=0,1,2 a row per seed)")
+    unwritten = [f"{fw} {wl}: not run: {wl} has no {fw} notebook yet (it has {', '.join(WORKLOAD_BY_KEY[wl].frameworks)})"
+                 for fw in fws for wl in wls if not WORKLOAD_BY_KEY[wl].written_for(fw)]
+    if len(unwritten) == len(fws) * len(wls):
+        raise PlanError("; ".join(unwritten))
     cells = _parameter_cells(fws, wls)
     _check_overrides(ov, cells, wls)
     missing = [f"{fw}/{wl}" for (fw, wl), d in cells.items() if seeds and "seed" not in d]
@@ -208,7 +212,7 @@ def build_plan(frameworks: str = "all", workloads: str = "default", mode: str = 
         raise PlanError(f"--seeds: {', '.join(missing)} has no seed parameter")
     runs, left_out = [], []
     for fw, pin in entries:
-        for wl in wls:
+        for wl in (w for w in wls if (fw, w) in cells):
             path = notebook_path(fw, wl)
             params, notes, swept = _resolved(fw, wl, cells[fw, wl], profile, ov)
             for combo in sweep_values(swept):
@@ -227,8 +231,8 @@ def build_plan(frameworks: str = "all", workloads: str = "default", mode: str = 
                                             if notes else [], pin=pin, sweep=combo, seed=seed, seed_dir=sdir))
     if left_out and not runs:
         raise PlanError("api=high: " + "; ".join(dict.fromkeys(left_out)))
-    for r in runs:  # the plan's notes say which frameworks the high-level API left out, and why
-        r.profile_notes.extend(dict.fromkeys(left_out))
+    for r in runs:  # the plan's notes say which frameworks the high-level API (or a missing notebook) left out, and why
+        r.profile_notes.extend(dict.fromkeys(left_out + unwritten))
     return runs
 
 
@@ -243,7 +247,7 @@ def _parameter_cells(fws, wls) -> dict:
     """{(framework, workload): its notebook's parameters cell}; a missing or unreadable notebook is bad input."""
     cells = {}
     for fw in fws:
-        for wl in wls:
+        for wl in (w for w in wls if WORKLOAD_BY_KEY[w].written_for(fw)):
             path = notebook_path(fw, wl)
             if not path.exists():
                 raise PlanError(f"{fw}/{wl}: notebook {path.relative_to(REPO)} does not exist")

@@ -196,6 +196,12 @@ class Workload:
     # In the default matrix (the runner's `--workloads` left out); False: it runs
     # when named or with `--workloads all` (the GPT, issue #52)
     default: bool = True
+    # The frameworks it has notebooks for, where not every one yet (the GPT: torch
+    # first); empty: every framework. The plan leaves the others out and says so.
+    frameworks: tuple = ()
+
+    def written_for(self, framework: str) -> bool:
+        return not self.frameworks or framework in self.frameworks
 
     def final(self, result: dict):
         """The run's quality figure, or None."""

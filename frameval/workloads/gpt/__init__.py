@@ -110,7 +110,7 @@ def _finding(S, fmt, name, best, worst, show):
 
 
 WORKLOAD = Workload(
-    key="gpt", order=4, display="GPT", default=False,
+    key="gpt", order=4, display="GPT", default=False, frameworks=("torch",),
     params=COMMON_PARAMS + ("digits",), param_counts={"gpt": spec.param_count()},
     quality=Quality("exact_match", "col_exact_match", "axis_accuracy", True, True),
     data_name=_data_name, train_samples=train_samples, data_problem=_no_problem, too_few=_too_few,
