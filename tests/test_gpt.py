@@ -77,4 +77,6 @@ def test_the_torch_gpt_passes_its_check_and_records_its_figures(gpt_runs):
         for shown in r["shown_answers"]:
             assert len(shown) == 10 and shown[0][0].startswith("74+81=") and shown[0][2] == "155"
             assert all(ok == (text.split("=")[1] == right) for text, ok, right in shown)
-    assert (gpt_runs["out"] / "report.md").exists()
+    report = (gpt_runs["out"] / "report.md").read_text()
+    assert "## GPT (integer addition)" in report and "| `74+81=155` |" in report  # the ten answers, in its section
+    assert "Generation (tokens/s)" in report and "Exact match (held-out)" in report

@@ -105,6 +105,12 @@ def _expected(w0):
     return list(w0), []
 
 
+def _media(*args):
+    """Its report media (media.py: the report's code, loaded when the report asks)."""
+    from .media import answers
+    return answers(*args)
+
+
 def _finding(S, fmt, name, best, worst, show):
     return None
 
@@ -129,7 +135,7 @@ WORKLOAD = Workload(
     curves=(("train_loss", "axis_loss"), ("val_loss", "axis_loss")),
     figures=(Figure("col_val_loss", "val_loss", "sig4", False),
              Figure("col_tokens_per_s", "gen_tokens_per_s", "sig3", True)),
-    quality_finding=_finding,
+    media=_media, quality_finding=_finding,
     # 50% exact match: in the steep part of the curve, passed within the quick profile's first three epochs
     # by the three seeds measured (docs/workloads.md, "Quality and target").
     targets={"addition-2": ("exact_match", 0.50, True)},
