@@ -68,6 +68,9 @@ LEGACY_CHECK_SECTIONS = ("step",)
 # What a reader of any result looks for, in the report's column order.
 CHECK_SECTIONS_READ = CHECK_SECTIONS[:3] + LEGACY_CHECK_SECTIONS + CHECK_SECTIONS[3:]
 WORKLOADS = tuple(w.key for w in WORKLOAD_RECORDS)
+# The default matrix's workloads (--workloads left out, or "default"); "all" adds
+# those a record keeps out of it (its `default=False`: the GPT).
+DEFAULT_WORKLOADS = tuple(w.key for w in WORKLOAD_RECORDS if w.default)
 WORKLOAD_PARAMS = {w.key: w.params for w in WORKLOAD_RECORDS}
 SPEC_PARAM_COUNTS = {w.key: w.param_counts for w in WORKLOAD_RECORDS}
 

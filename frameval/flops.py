@@ -73,7 +73,8 @@ def breakdown(workload: str, params: dict | None = None) -> list:
             flops = 2 * layer.macs * ps.times
             wants_input = ps.input_grad or not layer.on_input
             rows.append(Row(workload, ps.name + (f" (x{ps.times})" if ps.times > 1 else ""), layer.name,
-                            layer.macs, flops, flops if wants_input else 0, flops if ps.weights else 0))
+                            layer.macs, flops, flops * layer.operands if wants_input else 0,
+                            flops if ps.weights and layer.weighted else 0))
     return rows
 
 

@@ -17,7 +17,7 @@ from . import files, versions
 from .envs.spec import PinError, key as framework_key
 from .paths import REPO, notebook_path
 from .catalog import (APIS, BY_KEY, HIGH_API_NOTEBOOKS, WORKLOAD_BY_KEY, WORKLOAD_PARAMS, DEVICES, FRAMEWORKS, OPT_IN_FRAMEWORKS, MODES, PRECISIONS,
-                      PROFILE_FRAMEWORK_OVERRIDES, PROFILES, WORKLOADS, canonical_framework)
+                      PROFILE_FRAMEWORK_OVERRIDES, PROFILES, WORKLOADS, DEFAULT_WORKLOADS, canonical_framework)
 
 # Set by the runner from its own options, not with -p.
 RESERVED = {"mode": "--mode", "device": "--device", "out_dir": "--out"}
@@ -97,16 +97,17 @@ class Run:
         return ("" if self.seed is None else f" seed {self.seed}") + ("" if self.repeat == 1 else f" repeat {self.repeat}")
 
 
-def split_list(value: str, allowed, what: str, aliases=None, opt_in=()) -> list:
+def split_list(value: str, allowed, what: str, aliases=None, opt_in=(), default=None) -> list:
     """A comma list checked against `allowed` ("all" is all of them); names in
-    `opt_in` are accepted too but are not part of "all"."""
+    `opt_in` are accepted too but are not part of "all"; "default" is `default`
+    (where given: the default matrix's workloads)."""
     items = []
     for raw in (value or "").split(","):
         raw = raw.strip()
         if not raw:
             continue
-        if raw == "all":
-            items.extend(allowed)
+        if raw == "all" or (raw == "default" and default is not None):
+            items.extend(allowed if raw == "all" else default)
             continue
         item = (aliases or (lambda x: x))(raw)
         if item not in allowed and item not in opt_in:
@@ -181,11 +182,11 @@ def coerce(key: str, raw, default, where: str, workload: str | None = None):
     return value
 
 
-def build_plan(frameworks: str = "all", workloads: str = "all", mode: str = "graph", device: str = "cpu",
+def build_plan(frameworks: str = "all", workloads: str = "default", mode: str = "graph", device: str = "cpu",
                profile: str = "quick", overrides=None, repeats: int = 1, seeds=()) -> list:
     entries = framework_entries(frameworks, device)
     fws = list(dict.fromkeys(fw for fw, _ in entries))
-    wls = split_list(workloads, WORKLOADS, "workload")
+    wls = split_list(workloads, WORKLOADS, "workload", default=DEFAULT_WORKLOADS)
     if mode not in (*MODES, "both"):
         raise PlanError(f"unknown mode {mode!r}; choose from graph, eager, both")
     modes = list(MODES) if mode == "both" else [mode]
@@ -200,6 +201,10 @@ def build_plan(frameworks: str = "all", workloads: str = "all", mode: str = "gra
     if seeds and any("seed" in values for values in ov.values()):
         raise PlanError("--seeds and -p seed= both given; use one (--seeds makes one row of its seeds, "
                         "-p seed=0,1,2 a row per seed)")
+    unwritten = [f"{fw} {wl}: not run: {wl} has no {fw} notebook yet (it has {', '.join(WORKLOAD_BY_KEY[wl].frameworks)})"
+                 for fw in fws for wl in wls if not WORKLOAD_BY_KEY[wl].written_for(fw)]
+    if len(unwritten) == len(fws) * len(wls):
+        raise PlanError("; ".join(unwritten))
     cells = _parameter_cells(fws, wls)
     _check_overrides(ov, cells, wls)
     missing = [f"{fw}/{wl}" for (fw, wl), d in cells.items() if seeds and "seed" not in d]
@@ -207,7 +212,7 @@ def build_plan(frameworks: str = "all", workloads: str = "all", mode: str = "gra
         raise PlanError(f"--seeds: {', '.join(missing)} has no seed parameter")
     runs, left_out = [], []
     for fw, pin in entries:
-        for wl in wls:
+        for wl in (w for w in wls if (fw, w) in cells):
             path = notebook_path(fw, wl)
             params, notes, swept = _resolved(fw, wl, cells[fw, wl], profile, ov)
             for combo in sweep_values(swept):
@@ -226,8 +231,8 @@ def build_plan(frameworks: str = "all", workloads: str = "all", mode: str = "gra
                                             if notes else [], pin=pin, sweep=combo, seed=seed, seed_dir=sdir))
     if left_out and not runs:
         raise PlanError("api=high: " + "; ".join(dict.fromkeys(left_out)))
-    for r in runs:  # the plan's notes say which frameworks the high-level API left out, and why
-        r.profile_notes.extend(dict.fromkeys(left_out))
+    for r in runs:  # the plan's notes say which frameworks the high-level API (or a missing notebook) left out, and why
+        r.profile_notes.extend(dict.fromkeys(left_out + unwritten))
     return runs
 
 
@@ -242,7 +247,7 @@ def _parameter_cells(fws, wls) -> dict:
     """{(framework, workload): its notebook's parameters cell}; a missing or unreadable notebook is bad input."""
     cells = {}
     for fw in fws:
-        for wl in wls:
+        for wl in (w for w in wls if WORKLOAD_BY_KEY[w].written_for(fw)):
             path = notebook_path(fw, wl)
             if not path.exists():
                 raise PlanError(f"{fw}/{wl}: notebook {path.relative_to(REPO)} does not exist")

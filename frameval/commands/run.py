@@ -9,7 +9,7 @@ import argparse
 import os
 
 from . import options
-from ..catalog import FRAMEWORKS, PROFILES, WORKLOADS
+from ..catalog import DEFAULT_WORKLOADS, FRAMEWORKS, PROFILES, WORKLOADS
 from ..config import RunConfig
 from ..executors import slurm_config
 from ..exits import BadInput, fail
@@ -45,8 +45,9 @@ def parser() -> argparse.ArgumentParser:
                    help=f"comma-separated frameworks, or all (default): {', '.join(FRAMEWORKS)}; "
                         "FW==VERSION runs another version of FW beside its spec's, e.g. paddle==3.2.2,paddle "
                         "(docs/compare.md)")
-    p.add_argument("--workloads", default="all", metavar="LIST",
-                   help=f"comma-separated workloads, or all (default): {', '.join(WORKLOADS)}")
+    p.add_argument("--workloads", default="default", metavar="LIST",
+                   help=f"comma-separated workloads: {', '.join(WORKLOADS)}; default (the default matrix: "
+                        f"{', '.join(DEFAULT_WORKLOADS)}) or all")
     p.add_argument("--mode", default="graph", help="graph (compiled, default), eager, or both")
     p.add_argument("--device", default="cpu", help="cpu (default) or gpu")
     p.add_argument("--profile", default="quick",

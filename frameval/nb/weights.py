@@ -45,6 +45,8 @@ def init_weights(network: str, seed: int = 0) -> "OrderedDict[str, np.ndarray]":
     """Canonical float32 initial weights of one network ("lenet", "generator",
     "discriminator" or "lstm"), including BatchNorm running statistics."""
     net = _network(network)
+    if net.init is not None:  # its own initialisation (the record says how)
+        return OrderedDict((k, np.asarray(v).astype(np.float32)) for k, v in net.init(seed).items())
     rng = np.random.RandomState([seed, 100 + net.stream])
     out = OrderedDict()
     for name, shape, kind in net.table:

@@ -8,9 +8,9 @@ from ..catalog import WORKLOAD_BY_KEY
 from . import fmt
 
 # How the tables and the findings write a workload's quality figure (catalog.Quality.key).
-QUALITY_FORMAT = {"test_acc": fmt.percent, "val_r2": lambda v: fmt.fixed(v, 4), "fid": lambda v: fmt.fixed(v, 1)}
+QUALITY_FORMAT = {"test_acc": fmt.percent, "exact_match": fmt.percent, "val_r2": lambda v: fmt.fixed(v, 4), "fid": lambda v: fmt.fixed(v, 1)}
 # How a difference of two quality figures is written (over seeds: report/findings.py).
-QUALITY_DIFF = {"test_acc": lambda d: f"{d * 100:.2f} pt", "val_r2": lambda d: fmt.fixed(d, 4), "fid": lambda d: fmt.fixed(d, 1)}
+QUALITY_DIFF = {"test_acc": lambda d: f"{d * 100:.2f} pt", "exact_match": lambda d: f"{d * 100:.2f} pt", "val_r2": lambda d: fmt.fixed(d, 4), "fid": lambda d: fmt.fixed(d, 1)}
 
 
 def extremes(vals, higher_is_better=True):

@@ -56,6 +56,9 @@ class Network:
     stream: int
     table: tuple
     aliases: tuple = ()  # how notebooks may spell its key in result["param_counts"]
+    # Where the network's initialisation is not the table's kinds (Glorot,
+    # zeros, ones): (seed) -> {name: float64 array}, e.g. the GPT's normal(0, 0.02)
+    init: Callable = None
 
 
 # ------------------------------------------------------------------ FLOPs
@@ -64,6 +67,10 @@ class Layer:
     name: str
     macs: int  # multiply-adds of one forward pass on one sample
     on_input: bool = False  # reads the network's input (data, noise, h0, a fake), not another layer's output
+    # A product of two activations (attention's Q K^T, its weighted sum of V):
+    # no weights, and both operands want their gradient (each costs the forward again)
+    operands: int = 1       # operands other than weights that want an input gradient
+    weighted: bool = True   # one operand is a weight (its gradient costs the forward again)
 
 
 @dataclass(frozen=True)
@@ -186,6 +193,15 @@ class Workload:
     eval_without_target: str = "every"
     # Its place in the default matrix and every table (lower first, then by key).
     order: int = 100
+    # In the default matrix (the runner's `--workloads` left out); False: it runs
+    # when named or with `--workloads all` (the GPT, issue #52)
+    default: bool = True
+    # The frameworks it has notebooks for, where not every one yet (the GPT: torch
+    # first); empty: every framework. The plan leaves the others out and says so.
+    frameworks: tuple = ()
+
+    def written_for(self, framework: str) -> bool:
+        return not self.frameworks or framework in self.frameworks
 
     def final(self, result: dict):
         """The run's quality figure, or None."""

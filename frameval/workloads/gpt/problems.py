@@ -139,14 +139,22 @@ def steps_per_epoch(n_windows: int, batch_size: int) -> int:
     return n_windows // batch_size
 
 
+def window_batches(n_windows: int, batch_size: int, seed: int, epoch: int):
+    """One epoch's batches as window indices (what a notebook gathers from its
+    windows on the device): `RandomState([seed, 5, epoch]).permutation`, the
+    last incomplete batch dropped."""
+    order = np.random.RandomState([seed, STREAM, epoch]).permutation(n_windows)
+    for i in range(0, steps_per_epoch(n_windows, batch_size) * batch_size, batch_size):
+        yield order[i:i + batch_size]
+
+
 def batches(stream: np.ndarray, length: int, batch_size: int, seed: int, epoch: int,
             context: int = SPEC.context):
     """One epoch's training batches (x, y), the same in every framework: every
     window once, in the order `RandomState([seed, 5, epoch]).permutation`."""
     starts = window_starts(len(stream), length, context)
-    order = np.random.RandomState([seed, STREAM, epoch]).permutation(len(starts))
-    for i in range(0, steps_per_epoch(len(starts), batch_size) * batch_size, batch_size):
-        yield windows(stream, starts[order[i:i + batch_size]], context)
+    for idx in window_batches(len(starts), batch_size, seed, epoch):
+        yield windows(stream, starts[idx], context)
 
 
 def validation_windows(problems: Problems):
