@@ -2,8 +2,9 @@
 
 Fast: it is out of the default matrix and in "all"; `-p gpt.lr=` reaches its
 notebooks and a bad value is refused; its FLOPs per window are the spec's.
-Real (one module-scoped run, tiny: one epoch of 64 windows in batches of 8,
-graph and eager): the torch notebook through the real command, every number
+Real (one module-scoped folder, tiny: one epoch of 64 windows in batches of 8):
+the torch notebook in graph and eager, JAX's and TensorFlow's in graph mode,
+through the real command, every number
 the run records checked.
 """
 import json
@@ -44,26 +45,52 @@ def test_its_flops_per_window_are_the_specs_per_token_times_the_context():
     assert qk.weight_grad == 0 and qk.input_grad == 2 * qk.forward  # no weights, both operands want gradients
 
 
+@pytest.mark.fast
+def test_its_check_refuses_the_tanh_gelu(monkeypatch):
+    """JAX's default GELU is the tanh approximation; the spec's is exact. The GPT's own
+    tolerance must see the difference in the logits of a check-sized batch, with
+    float32's own error (about 3e-7, measured in three frameworks) far below it."""
+    import numpy as np
+    from frameval.nb import check, weights
+    from frameval.workloads import gpt
+    from frameval.workloads.gpt import problems as P, reference as R
+    w0 = {k: v.astype(np.float64) for k, v in weights.init_weights("gpt", 0).items()}
+    probs = P.make_problems()
+    stream = probs.stream()
+    x, _ = P.windows(stream, P.window_starts(len(stream), probs.length)[:32])
+    exact = R.forward(w0, x)[0]
+    monkeypatch.setattr(R, "gelu", lambda v: 0.5 * v * (1 + np.tanh(math.sqrt(2 / math.pi) * (v + 0.044715 * v ** 3))))
+    approx = R.forward(w0, x)[0]
+    assert check.rel_err(approx, exact) > gpt.TOLERANCES["forward"] > 10 * 3.2e-7
+
+
 # ------------------------------------------------------------------ real
 @pytest.fixture(scope="module")
 def gpt_runs(tmp_path_factory):
     out = tmp_path_factory.mktemp("gpt")
     p = run_all("--frameworks", "torch", "--workloads", "gpt", "--mode", "both", "-p", "gpt.epochs=1",
                 "-p", "gpt.max_train_samples=64", "-p", "gpt.batch_size=8", "--out", str(out), timeout=900)
+    # JAX and TensorFlow in graph mode only, into the same folder (their eager runs, checked by
+    # hand when written, cost the suite a minute more): the report then holds all four runs.
+    p2 = run_all("--frameworks", "jax,tensorflow", "--workloads", "gpt", "--mode", "graph", "-p", "gpt.epochs=1",
+                 "-p", "gpt.max_train_samples=64", "-p", "gpt.batch_size=8", "--out", str(out), timeout=900)
     results = {}
-    for f in sorted((out / "runs" / "torch").glob("gpt-*/result.json")):
+    for f in sorted((out / "runs").glob("*/gpt-*/result.json")):
         r = json.loads(f.read_text())
-        results[r["params"]["mode"]] = r
-    return {"out": out, "proc": p, "results": results}
+        results[(r["framework"], r["params"]["mode"])] = r
+    return {"out": out, "proc": p, "proc2": p2, "results": results}
 
 
-def test_the_torch_gpt_passes_its_check_and_records_its_figures(gpt_runs):
-    assert gpt_runs["proc"].returncode == 0, gpt_runs["proc"].stderr[-2000:]
-    assert sorted(gpt_runs["results"]) == ["eager", "graph"]
+def test_the_gpt_passes_its_check_and_records_its_figures(gpt_runs):
+    for proc in (gpt_runs["proc"], gpt_runs["proc2"]):
+        assert proc.returncode == 0, proc.stderr[-2000:]
+    assert sorted(gpt_runs["results"]) == [("jax", "graph"), ("tensorflow", "graph"), ("torch", "eager"),
+                                           ("torch", "graph")]
     for mode, r in gpt_runs["results"].items():
         assert r["status"] == "ok", (mode, r["status"])
         assert r["param_counts"]["gpt"] == 406_656
         assert r["check"]["ok"] is True, (mode, r["check"])
+        assert r["check"]["tolerances"]["forward"] == 1e-5  # the GPT's own (its record)
         assert all(v <= r["check"]["tolerances"]["grads"] for v in r["check"]["grads"].values())
         assert len(r["check"]["grads"]) == len(spec.weight_table())
         ep = r["epochs"][0]
