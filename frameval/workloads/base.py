@@ -196,8 +196,8 @@ class Workload:
     # In the default matrix (the runner's `--workloads` left out); False: it runs
     # when named or with `--workloads all` (the GPT, issue #52)
     default: bool = True
-    # The frameworks it has notebooks for, where not every one yet (the GPT: torch
-    # first); empty: every framework. The plan leaves the others out and says so.
+    # The frameworks it has notebooks for, where not every one yet (the GPT: torch,
+    # JAX and TensorFlow first); empty: every framework. The plan leaves the others out and says so.
     frameworks: tuple = ()
 
     def written_for(self, framework: str) -> bool:
