@@ -3,14 +3,41 @@ figures: read by the tables (bold only where a ranking is called), the charts
 and the summary's sentences alike, so the three never disagree (issue #49)."""
 from __future__ import annotations
 
-from .. import stats
+from collections.abc import Mapping
+
+from .. import stats, workloads
 from ..catalog import WORKLOAD_BY_KEY
 from . import fmt
 
-# How the tables and the findings write a workload's quality figure (catalog.Quality.key).
-QUALITY_FORMAT = {"test_acc": fmt.percent, "exact_match": fmt.percent, "val_r2": lambda v: fmt.fixed(v, 4), "fid": lambda v: fmt.fixed(v, 1)}
-# How a difference of two quality figures is written (over seeds: report/findings.py).
-QUALITY_DIFF = {"test_acc": lambda d: f"{d * 100:.2f} pt", "exact_match": lambda d: f"{d * 100:.2f} pt", "val_r2": lambda d: fmt.fixed(d, 4), "fid": lambda d: fmt.fixed(d, 1)}
+# Each Quality.format: how a figure is written, and a difference of two (over seeds: report/findings.py).
+FORMATS = {"percent": (fmt.percent, lambda d: f"{d * 100:.2f} pt"),
+           "fixed1": (lambda v: fmt.fixed(v, 1), lambda d: fmt.fixed(d, 1)),
+           "fixed4": (lambda v: fmt.fixed(v, 4), lambda d: fmt.fixed(d, 4)),
+           "sig": (fmt.sig, fmt.sig)}
+
+
+class _ByMetric(Mapping):
+    """{quality key: writer}, read from the registered workloads' records when asked
+    (a workload registered later, a test's toy, is seen too): no table of names here."""
+
+    def __init__(self, which: int):
+        self.which = which
+
+    def _table(self) -> dict:
+        return {w.quality.key: FORMATS[w.quality.format][self.which] for w in workloads.REGISTRY.values()}
+
+    def __getitem__(self, key):
+        return self._table()[key]
+
+    def __iter__(self):
+        return iter(self._table())
+
+    def __len__(self):
+        return len(self._table())
+
+
+# How the tables and the findings write a workload's quality figure, and a difference of two.
+QUALITY_FORMAT, QUALITY_DIFF = _ByMetric(0), _ByMetric(1)
 
 
 def extremes(vals, higher_is_better=True):

@@ -53,7 +53,7 @@ def figure(problems, S, caption, fn, *args):
 
 # ------------------------------------------------------------------ per workload
 def workload_media(wl, wrows, S, charts, name, assets_dir: Path, problems):
-    out = {"charts": [], "gifs": [], "grids": [], "prediction": None, "answers": None}
+    out = {"charts": [], "gifs": [], "grids": [], "prediction": None, "tables": []}
     wlname = wl_name(S, wl)
     ok = [w for w in wrows if w.ok]
     speed = [(w.short, w.samples_per_s, w.fw, w.mode) for w in ok]

@@ -30,6 +30,9 @@ class Quality:
     axis: str
     higher_is_better: bool | None
     per_epoch: bool  # True: read the last epoch that has it (top-level value first)
+    # How the report writes it and a difference of two (report/called.py): "percent"
+    # (a share, differences in points), "fixed1", "fixed4" (decimals), or "sig".
+    format: str = "sig"
 
 
 @dataclass(frozen=True)

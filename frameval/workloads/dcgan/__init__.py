@@ -142,7 +142,7 @@ WORKLOAD = Workload(
     # No target for the data set: only the last epoch's, which is also the final figure (issue #50:
     # at quick sizes every framework scores 704-706, and the draws cost 55 s of the first report).
     eval_per_epoch=1, eval_without_target="last",
-    quality=Quality("fid", "col_fid", "axis_fid", False, False),
+    quality=Quality("fid", "col_fid", "axis_fid", False, False, format="fixed1"),
     data_name=datasets.mnist_name, train_samples=datasets.mnist_train, data_problem=datasets.no_problem,
     too_few=datasets.mnist_too_few,
     param_values={"dataset": tuple(datasets.MNIST_SIZES)},

@@ -27,6 +27,11 @@ def answers(wrows, S, charts, name, assets_dir, problems, out: dict) -> None:
     rows = []
     for i, first in enumerate(columns[0]):
         text, _, right = first
-        cells = [(c[i][0].split("=", 1)[-1], bool(c[i][1])) if i < len(c) else ("?", False) for c in columns]
-        rows.append({"problem": text.split("=", 1)[0] + "=", "right": right, "cells": cells})
-    out["answers"] = {"runs": runs, "rows": rows}
+        row = [{"mark": "", "code": text.split("=", 1)[0] + "=" + right}]
+        for c in columns:
+            answer, ok = (c[i][0].split("=", 1)[-1], bool(c[i][1])) if i < len(c) else ("?", False)
+            row.append({"mark": "✓" if ok else "✗", "code": answer})
+        rows.append(row)
+    # a table of the report's generic kind (templates: sec.media.tables), one column a run
+    out["tables"].append({"title": S("h_answers"), "note": S("answers_note"), "head": [S("col_problem")] + runs,
+                          "rows": rows})

@@ -51,7 +51,7 @@ def _finding(S, fmt, name, best, worst, show):
 
 WORKLOAD = Workload(
     key="lenet", order=1, display="LeNet-5", params=COMMON_PARAMS + ("dataset", "api"), param_counts={"lenet": 61706},
-    quality=Quality("test_acc", "col_test_acc", "axis_accuracy", True, True),
+    quality=Quality("test_acc", "col_test_acc", "axis_accuracy", True, True, format="percent"),
     data_name=datasets.mnist_name, train_samples=datasets.mnist_train, data_problem=datasets.no_problem,
     too_few=datasets.mnist_too_few,
     param_values={"dataset": tuple(datasets.MNIST_SIZES)},

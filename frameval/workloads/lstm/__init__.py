@@ -90,7 +90,7 @@ def _finding(S, fmt, name, best, worst, show):
 
 WORKLOAD = Workload(
     key="lstm", order=3, display="LSTM", params=COMMON_PARAMS + ("window", "hidden", "series"), param_counts={"lstm": 4385},
-    quality=Quality("val_r2", "col_val_r2", "axis_r2", True, False),
+    quality=Quality("val_r2", "col_val_r2", "axis_r2", True, False, format="fixed4"),
     data_name=datasets.series_name, train_samples=datasets.series_train, data_problem=datasets.series_problem,
     too_few=datasets.series_too_few, prepare_data=_prepare,
     nb_names={"load_co2": "data", "forecast": "quality", "val_r2": "quality"},
