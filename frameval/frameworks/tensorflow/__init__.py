@@ -8,6 +8,6 @@ FRAMEWORK = Framework(
     # issue #48: TensorFlow takes all of a GPU's memory up front by default, so its peak read the pool's size
     gpu_kernel_env={"TF_FORCE_GPU_ALLOW_GROWTH": "true"},
     workarounds={
-        "adam-eps": r"fw\.SpecAdam\(",
+        "adam-eps": r"fw\.SpecAdamW?\(",
         "same-padding-asymmetric": r"ZeroPadding2D\(2\)",
     })
