@@ -6,10 +6,10 @@ import math
 
 import pytest
 
-from frameval.catalog import FRAMEWORKS, MODES, SPEC_PARAM_COUNTS, WORKLOADS
+from frameval.catalog import DEFAULT_WORKLOADS, FRAMEWORKS, MODES, SPEC_PARAM_COUNTS
 from frameval.workloads.lstm import TWO_BIAS_COUNT as LSTM_TWO_BIAS_COUNT
 
-CASES = [(fw, wl, m) for fw in FRAMEWORKS for wl in WORKLOADS for m in MODES]  # JAX: tests/test_jax.py
+CASES = [(fw, wl, m) for fw in FRAMEWORKS for wl in DEFAULT_WORKLOADS for m in MODES]  # the matrix; JAX: tests/test_jax.py; the GPT: tests/test_gpt.py
 LOSS_KEYS = {"lenet": ("train_loss", "test_loss"), "dcgan": ("gen_loss", "disc_loss"), "lstm": ("train_mse", "val_mse")}
 
 
