@@ -49,7 +49,7 @@ NASTY = [MARK, '<script>alert("x")</script>', "<img src=x onerror=alert(1)>", "|
          "# heading", "> quote", "![img](http://example.com/x.png)", "<!-- c -->", "-->", "${x}", "\x00\x07"]
 from frameval.catalog import WORKLOADS  # noqa: E402
 METRICS = {"lenet": ("train_loss", "train_acc", "test_loss", "test_acc"), "dcgan": ("gen_loss", "disc_loss"),
-           "lstm": ("train_mse", "val_mse")}
+           "lstm": ("train_mse", "val_mse"), "gpt": ("train_loss", "val_loss", "exact_match")}
 OPTIONAL = ("samples_per_s", "peak_rss_mb", "rss_after_import_mb", "peak_device_mb", "peak_device_driver_mb",
             "memory", "graph_scope", "threads_effective", "settings_source", "check", "data_placement", "settings",
             "param_counts", "environment", "notes", "compile_note", "compiled", "params", "data", "first_epoch_s",
@@ -123,6 +123,9 @@ def run(draw, host):
                  series={"val_true": draw(st.lists(number, max_size=6)), "val_pred": draw(st.lists(number, max_size=6))})
     if wl == "dcgan":
         r["grids"] = [f"grids/epoch_{i + 1:03d}.png" for i in range(n)]
+    if wl == "gpt":  # the ten answers as the notebooks write them, with any text in them
+        r.update(exact_match=draw(number), gen_tokens_per_s=draw(number),
+                 shown_answers=draw(st.lists(st.lists(st.tuples(text, st.booleans(), text), max_size=3), max_size=2)))
     if draw(st.booleans()):
         r["repeats"] = draw(st.lists(timing, max_size=3))
     for k in draw(st.lists(st.sampled_from(OPTIONAL), max_size=6, unique=True)):  # an older version: fewer keys
@@ -283,6 +286,10 @@ def check_figures(html, written, sources, S):
             acc = r.get("test_acc") if r.get("test_acc") is not None else next(
                 (e.get("test_acc") for e in reversed(r.get("epochs") or []) if "test_acc" in e), None)
             expect(row[S("col_test_acc")], acc)
+        if wl == "gpt":
+            em = r.get("exact_match") if r.get("exact_match") is not None else next(
+                (e.get("exact_match") for e in reversed(r.get("epochs") or []) if "exact_match" in e), None)
+            expect(row[S("col_exact_match")], em)
         if wl == "lstm":
             expect(row[S("col_val_r2")], r.get("val_r2"))
         if wl == "dcgan":
