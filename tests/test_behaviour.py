@@ -72,6 +72,16 @@ def _planted_file():
 
 
 @pytest.mark.fast
+def test_the_gelu_cases_tell_the_exact_gelu_from_its_tanh_approximation_in_float32():
+    from frameval.envscripts.behaviour_cases import GELU_EXACT, GELU_TANH, GELU_X, gelu_exact, gelu_kind, gelu_tanh
+    assert gelu_kind(gelu_exact(GELU_X).astype(np.float32)) == GELU_EXACT
+    assert gelu_kind(gelu_tanh(GELU_X).astype(np.float32)) == GELU_TANH
+    assert gelu_kind(np.maximum(GELU_X, 0)) == "neither" and gelu_kind(GELU_X[:3]) == "neither"
+    # the two differ by more than ten times the 1e-5 gelu_kind allows, which float32 (1e-7) stays far below
+    assert np.abs(gelu_exact(GELU_X) - gelu_tanh(GELU_X)).max() > 1e-4
+
+
+@pytest.mark.fast
 def test_a_planted_indexing_difference_is_reported_differs_with_both_values(tmp_path):
     behaviour.files.atomic_write_json(tmp_path / behaviour.BEHAVIOUR, _planted_file())
     sec = behaviour_section([str(tmp_path)], tmp_path, S)
@@ -193,6 +203,8 @@ def test_real_run_known_behaviours(probed):
     assert j["torch"]["shares_from_numpy"]["verdict"] == "same"  # torch.from_numpy shares memory
     assert j["paddle"]["idx_negative_step"]["verdict"] == "same"
     assert all(j[k]["idx_ellipsis"]["verdict"] == "same" for k in REAL)
+    # both compute the exact GELU when asked for none, function and layer (JAX's function does not)
+    assert all(j[k][c]["verdict"] == "same" for k in REAL for c in ("gelu_function_default", "gelu_layer_default"))
 
 
 def test_real_run_the_report_has_both_sections_and_the_scores_equal_the_files(probed, tmp_path):

@@ -18,6 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from types import SimpleNamespace
 
+import json
 import numpy as np
 import pytest
 
@@ -259,3 +260,23 @@ def test_a_toy_workload_is_one_folder(tmp_path):
     from frameval import sources
     names = {p.relative_to(clone).as_posix() for p in sources.notebook_side("torch", clone, workload="toy")}
     assert "frameval/workloads/toy/__init__.py" in names and "frameval/workloads/toy/media.py" not in names
+
+
+def test_every_registered_workload_brings_the_words_its_report_asks_for():
+    """The report looks its words up by key (`wl_<key>`, `intro_<key>`, `metric_<curve>`, the
+    quality's and figures' labels); a key missing prints as the key itself ("intro_gpt" was the
+    GPT section's intro until a report was read). Every real workload, in both languages."""
+    from frameval.catalog import WORKLOADS
+    for lang in ("en", "zh"):
+        own = {}
+        for folder in workloads.folders():
+            own.update(json.loads((folder / "strings" / f"{lang}.json").read_text()))
+        shared = json.loads((REPO / "templates" / "strings" / f"{lang}.json").read_text())
+        words = dict(shared, **own)
+        for key in WORKLOADS:
+            rec = workloads.REGISTRY[key]
+            wanted = [f"wl_{key}", f"intro_{key}", rec.quality.label, rec.quality.axis]
+            wanted += [f"metric_{k}" for k, _ in rec.curves] + [axis for _, axis in rec.curves]
+            wanted += [f.label for f in rec.figures]
+            missing = [w for w in wanted if w not in words]
+            assert not missing, (lang, key, missing)

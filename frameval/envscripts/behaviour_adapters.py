@@ -98,6 +98,16 @@ class Numpy:
         return out
 
 
+    def gelu(self, t):
+        """The framework's GELU function called with no options (the reference: the definition)."""
+        from .behaviour_cases import gelu_exact
+        return gelu_exact(t).astype(np.float32)
+
+    def gelu_layer(self, t):
+        """Its GELU layer (module, cell) built with no options, applied to t."""
+        return self.gelu(t)
+
+
 def adapter(framework: str):
     """The adapter class for `framework`: "numpy" is the reference, every other its
     folder's part (frameval/frameworks/<fw>/behaviour.py: ADAPTER)."""

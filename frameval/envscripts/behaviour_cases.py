@@ -1,5 +1,6 @@
 """The behaviour cases: tensor indexing, assignment, broadcasting, type
-promotion, integer semantics, reductions and NumPy interop, each written once
+promotion, integer semantics, reductions, NumPy interop and the defaults of
+functions a model spec names (GELU: exact or tanh), each written once
 against a small adapter (`xp`, frameval/envscripts/behaviour_adapters.py) so that the
 same lines run on NumPy (the reference) and on every framework.
 
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-GROUPS = ("indexing", "assignment", "promotion", "integers", "reductions", "interop")
+GROUPS = ("indexing", "assignment", "promotion", "integers", "reductions", "interop", "defaults")
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,36 @@ def _grad_through_gather(xp):
 
 F32, F64, I64, I32, B = "float32", "float64", "int64", "int32", "bool"
 
+# GELU at points where the exact x*Phi(x) and the tanh approximation differ by 1e-4 to 5e-4,
+# far above float32's error (about 1e-7 here): which formula a framework's default computes.
+GELU_X = np.array([-3.0, -2.0, -1.0, -0.5, 0.5, 1.0, 2.0, 3.0])
+GELU_EXACT = "exact (erf)"
+GELU_TANH = "tanh approximation"
+
+
+def gelu_exact(x):
+    from math import erf, sqrt
+    return np.array([0.5 * v * (1.0 + erf(v / sqrt(2.0))) for v in np.asarray(x, np.float64)])
+
+
+def gelu_tanh(x):
+    x = np.asarray(x, np.float64)
+    return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)))
+
+
+def gelu_kind(values) -> str:
+    """Which GELU the values are: the spec's exact one, the tanh approximation, or neither."""
+    v = np.asarray(values, np.float64)
+    for name, f in ((GELU_EXACT, gelu_exact), (GELU_TANH, gelu_tanh)):
+        if v.shape == GELU_X.shape and np.abs(v - f(GELU_X)).max() < 1e-5:
+            return name
+    return "neither"
+
+
+def _gelu(method):
+    return lambda xp: gelu_kind(xp.np(getattr(xp, method)(xp.t(GELU_X.astype(np.float32)))))
+
+
 CASES = [
     # ---- indexing: reading through an index
     Case("idx_negative_step", "indexing", lambda xp: v6(xp)[::-1], (F32, [5, 4, 3, 2, 1, 0])),
@@ -177,6 +208,9 @@ CASES = [
     Case("shares_to_numpy", "interop", _shares_to_numpy, True),
     Case("ufunc_returns", "interop", lambda xp: type(np.exp(v6(xp))).__name__, "ndarray"),
     Case("ufunc_value", "interop", lambda xp: np.asarray(np.add(v6(xp), 1)), (F32, [1, 2, 3, 4, 5, 6])),
+    # ---- defaults a model spec names: the reference is GELU's definition, x * Phi(x) (NumPy has none)
+    Case("gelu_function_default", "defaults", _gelu("gelu"), GELU_EXACT),
+    Case("gelu_layer_default", "defaults", _gelu("gelu_layer"), GELU_EXACT),
 ]
 
 BY_ID = {c.id: c for c in CASES}

@@ -36,6 +36,11 @@ def plottable(v):
     return x if x is not None and abs(x) <= PLOT_MAX else None
 
 
+def _xy(ys) -> list:
+    """A curve's points: a value per epoch at x = epoch (1, 2, ...), or (x, y) pairs as given."""
+    return [v if isinstance(v, (tuple, list)) and len(v) == 2 else (e + 1, v) for e, v in enumerate(ys)]
+
+
 def find_cjk_font() -> Path | None:
     """A font file with simplified-Chinese glyphs: mplfonts' Noto Sans CJK SC
     first (pip-installed with the runner environment), then the system's."""
@@ -180,15 +185,15 @@ class Charts:
             return self._save(fig, name)
 
     def curves(self, name, panels, xlabel):
-        """panels: [(title, ylabel, [(label, framework, mode, [y per epoch])])]."""
-        panels = [p for p in panels if any(any(plottable(v) is not None for v in s[3]) for s in p[2])]
+        """panels: [(title, ylabel, [(label, framework, mode, [y per epoch, or (x in epochs, y)])])]."""
+        panels = [p for p in panels if any(any(plottable(y) is not None for _, y in _xy(s[3])) for s in p[2])]
         if not panels:
             return None
         with plt.rc_context(self.rc):
             fig, axes = self._fig(w=3.6 * len(panels) + 0.6, h=3.3, ncols=len(panels))
             for ax, (title, ylabel, series) in zip(axes[0], panels):
                 for i, (label, fw, mode, ys) in enumerate(series):
-                    pts = [(e + 1, plottable(v)) for e, v in enumerate(ys) if plottable(v) is not None]
+                    pts = [(x, plottable(y)) for x, y in _xy(ys) if plottable(x) is not None and plottable(y) is not None]
                     if not pts:
                         continue
                     ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", markersize=3,

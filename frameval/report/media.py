@@ -52,6 +52,12 @@ def figure(problems, S, caption, fn, *args):
 
 
 # ------------------------------------------------------------------ per workload
+def evaluation_curve(result) -> list:
+    """[(fractional epoch, quality)] at each evaluation point during training."""
+    points = (result.evaluation or {}).get("points") or []
+    return [(p.get("epochs"), p.get("value")) for p in points if isinstance(p, dict)]
+
+
 def workload_media(wl, wrows, S, charts, name, assets_dir: Path, problems):
     out = {"charts": [], "gifs": [], "grids": [], "prediction": None, "tables": []}
     wlname = wl_name(S, wl)
@@ -73,6 +79,9 @@ def workload_media(wl, wrows, S, charts, name, assets_dir: Path, problems):
         ser = [(w.label, w.fw, w.mode, [e.get(key) if isinstance(e, dict) else None for e in w.result.epochs])
                for w in wrows]
         panels.append((S("metric_" + key), S(ylab), ser))
+    if record is not None and record.quality_curve:
+        ser = [(w.label, w.fw, w.mode, evaluation_curve(w.result)) for w in wrows]
+        panels.append((S(record.quality.label), S(record.quality.axis), ser))
     cap = S("chart_curves", workload=wlname)
     out["charts"].append(figure(problems, S, cap, charts.curves, f"{wl}-curves", panels, S("axis_epoch")))
     out["charts"] = [c for c in out["charts"] if c]

@@ -4,6 +4,7 @@ per epoch are shown, never ranked on."""
 from __future__ import annotations
 
 import os
+import statistics
 from pathlib import Path
 
 from .. import speed
@@ -133,6 +134,11 @@ def _line(w, c):
             text = f(q.mean) + (f" ({f(q.lo)}–{f(q.hi)})" if q.lo is not None else "")
             cells.append(cell(text, q.mean, "", S("tip_quality_seeds", n=q.n)))
             continue
+        spread = _figure_over_runs(w, get) if i > 0 else None
+        if spread is not None:  # several runs (seeds, repeats): the median, the range as samples/s has it
+            mid, lo, hi, n = spread
+            cells.append(cell(f"{f(mid)} ({f(lo)}–{f(hi)})", mid, "", S("tip_figure_runs", n=n)))
+            continue
         v = get(r)
         cls = "na" if v is None else ("best" if w.counted and qb is not None and fmt.num(v) == qb else "")
         cells.append(cell(f(v), fmt.num(v), cls))
@@ -141,6 +147,15 @@ def _line(w, c):
     n = c["code"].get((w.fw, c["workload"]))
     cells.append(cell(fmt.integer(n) if n is not None else fmt.NA, n, "na" if n is None else ""))
     return cells
+
+
+def _figure_over_runs(w, get):
+    """(median, lowest, highest, n) of a further figure over a row's runs (every seed's
+    counted repeats), or None with fewer than two values: one run shows its own."""
+    vals = sorted(v for _, rs in (w.seeds or ()) for r in rs if (v := fmt.num(get(r))) is not None)
+    if len(vals) < 2:
+        return None
+    return statistics.median(vals), vals[0], vals[-1], len(vals)
 
 
 def ratio_cell(w, best, S, iv, ranked=True):

@@ -177,6 +177,11 @@ class Workload:
     spec_settings: dict = field(default_factory=dict)
     structural_counts: dict = field(default_factory=dict)  # (network, count) -> i18n reason
     curves: tuple = ()        # ((result key, i18n axis), ...) per epoch
+    # True: the curves chart adds the quality figure at every evaluation point
+    # (result.json's evaluation.points, at their fractional epoch): a metric that
+    # moves within an epoch, e.g. the GPT's exact match, which jumps from 8% to 96%
+    # in two epochs of the quick profile
+    quality_curve: bool = False
     figures: tuple = ()       # (Figure, ...)
     # extra report parts beside the common charts: (wrows, S, charts, name, assets_dir,
     # problems, out) fills out["gifs"] / out["grids"] (images) or out["prediction"]

@@ -6,7 +6,7 @@ import os
 
 import numpy as np
 
-from frameval.envscripts.behaviour_adapters import Numpy
+from frameval.envscripts.behaviour_adapters import NotApplicable, Numpy
 
 
 class Jax(Numpy):
@@ -57,6 +57,12 @@ class Jax(Numpy):
 
     def grad(self, fn, x):
         return self.m.grad(fn)(x)
+
+    def gelu(self, t):
+        return self.m.nn.gelu(t)
+
+    def gelu_layer(self, t):
+        raise NotApplicable("JAX has no layer classes of its own (Flax's nn.gelu is jax.nn.gelu)")
 
 
 ADAPTER = Jax

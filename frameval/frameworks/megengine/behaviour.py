@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from frameval.envscripts.behaviour_adapters import Numpy
+from frameval.envscripts.behaviour_adapters import NotApplicable, Numpy
 
 
 class MegEngine(Numpy):
@@ -58,6 +58,15 @@ class MegEngine(Numpy):
         with gm:
             gm.backward(fn(x))
         return x.grad
+
+    def gelu(self, t):
+        return self.F.nn.gelu(t)
+
+    def gelu_layer(self, t):
+        import megengine.module as M
+        if not hasattr(M, "GELU"):
+            raise NotApplicable("megengine.module has no GELU layer")
+        return M.GELU()(t)
 
 
 ADAPTER = MegEngine

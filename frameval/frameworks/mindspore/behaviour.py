@@ -58,5 +58,11 @@ class MindSpore(Numpy):
     def grad(self, fn, x):
         return self.m.grad(fn)(x)
 
+    def gelu(self, t):
+        return self.m.ops.gelu(t)
+
+    def gelu_layer(self, t):
+        return self.m.nn.GELU()(t)
+
 
 ADAPTER = MindSpore

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from frameval.envscripts.behaviour_adapters import Numpy
+from frameval.envscripts.behaviour_adapters import NotApplicable, Numpy
 
 
 class MXNet(Numpy):
@@ -58,6 +58,15 @@ class MXNet(Numpy):
             loss = fn(x)
         loss.backward()
         return x.grad
+
+    def gelu(self, t):
+        return self.m.nd.LeakyReLU(t, act_type="gelu")
+
+    def gelu_layer(self, t):
+        nn = self.m.gluon.nn
+        if not hasattr(nn, "GELU"):
+            raise NotApplicable("mxnet.gluon.nn has no GELU layer")
+        return nn.GELU()(t)
 
 
 ADAPTER = MXNet

@@ -64,5 +64,11 @@ class TensorFlow(Numpy):
             raise LookupError("tape.gradient returned None: no gradient reaches x")
         return g
 
+    def gelu(self, t):
+        return self.m.nn.gelu(t)
+
+    def gelu_layer(self, t):
+        return __import__("keras").layers.Activation("gelu")(t)
+
 
 ADAPTER = TensorFlow

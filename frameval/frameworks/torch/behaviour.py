@@ -52,5 +52,11 @@ class Torch(Numpy):
         fn(x).backward()
         return x.grad
 
+    def gelu(self, t):
+        return self.m.nn.functional.gelu(t)
+
+    def gelu_layer(self, t):
+        return self.m.nn.GELU()(t)
+
 
 ADAPTER = Torch
