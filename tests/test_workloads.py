@@ -280,3 +280,8 @@ def test_every_registered_workload_brings_the_words_its_report_asks_for():
             wanted += [f.label for f in rec.figures]
             missing = [w for w in wanted if w not in words]
             assert not missing, (lang, key, missing)
+
+
+def test_a_convolution_workaround_applies_where_the_model_has_convolutions():
+    from frameval.nb.weights import has_convolutions
+    assert [w for w in ("lenet", "dcgan", "lstm", "gpt") if has_convolutions(w)] == ["lenet", "dcgan"]

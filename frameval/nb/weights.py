@@ -66,3 +66,9 @@ def trainable_names(network: str) -> list:
 
 def count_trainable(network: str) -> int:
     return int(sum(np.prod(shape) for _, shape, kind in _network(network).table if kind not in ("stat0", "stat1")))
+
+
+def has_convolutions(workload: str) -> bool:
+    """Whether any network of the workload has a convolution (kind "conv" or "deconv"):
+    a framework's workaround for a convolution defect applies only there."""
+    return any(kind in ("conv", "deconv") for net in workloads.get(workload).networks for _, _, kind in net.table)

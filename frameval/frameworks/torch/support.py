@@ -19,6 +19,8 @@ import torch
 import torch._dynamo
 import torch._inductor.config
 
+from frameval.nb.weights import has_convolutions
+
 # torch.optim graph-breaks on purpose before and after every step() (see the
 # note in torch/optim/optimizer.py and pytorch#104053): the update compiles as
 # a graph of its own. Breaks with this text are counted, but explained as such.
@@ -35,19 +37,21 @@ def setup(rec, mode, device, seed):
         missing.append(f"set_num_interop_threads: {e}")
     rec.set_threads_effective(torch.get_num_threads(), torch.get_num_interop_threads(),
                               "torch.get_num_threads / get_num_interop_threads", missing)
-    if mode == "graph":
+    if mode == "graph" and has_convolutions(rec.workload):
         # torch 2.13 (CPU): inductor's layout optimisation computes wrong convolution
         # gradients at some batch sizes (zero for LeNet's convs at batch 16, ~1e-3 off
-        # for the DCGAN generator). The check found it.
+        # for the DCGAN generator). The check found it. A model without convolutions
+        # (the LSTM, the GPT) keeps inductor's defaults, and its report no such note.
         torch._inductor.config.layout_optimization = False
         rec.note("torch.compile: inductor layout_optimization off (wrong conv gradients otherwise, torch 2.13 CPU)")
-        # Lets dynamo trace torch.autograd.grad, so the backward is in the step's graph.
-        torch._dynamo.config.trace_autograd_ops = True
         rec.workaround("inductor-layout-opt-conv-grad",
                        "inductor's layout optimisation computes wrong convolution gradients on the CPU (zero for "
                        "LeNet's convolutions at batch 16, ~1e-3 off for the DCGAN generator); turned off",
                        versions="2.13.0", found_by="the check (convolution weight gradients against the reference)",
                        cost="not measured: inductor keeps the default layout")
+    if mode == "graph":
+        # Lets dynamo trace torch.autograd.grad, so the backward is in the step's graph.
+        torch._dynamo.config.trace_autograd_ops = True
         rec.workaround("dynamo-backward-in-step",
                        "loss.backward() inside the compiled step leaves every .grad None after it (after "
                        "zero_grad; an earlier build raised a NameError in dynamo's resume function), so Adam "
