@@ -1,4 +1,4 @@
-"""PaddlePaddle helpers shared by notebooks/paddle/{lenet,dcgan,lstm}.ipynb.
+"""PaddlePaddle helpers shared by notebooks/paddle/{lenet,dcgan,lstm,gpt}.ipynb.
 
 The setup cell calls, in this order (see docs/frameworks/paddle.md, "Traps"):
 
@@ -114,16 +114,19 @@ def reset_adam(*opts):
                     acc.set_value(paddle.zeros_like(acc))
 
 
-def grads(model, prefix="", transpose=(), rename=None):
+def grads(model, prefix="", transpose=(), rename=None, clip=None):
     """{prefix + canonical name: p.grad} as the step's backward left them (before the next clear_grad);
-    names in `transpose` are Linear weights, stored (in, out) in Paddle."""
+    names in `transpose` are Linear weights, stored (in, out) in Paddle. `clip`: the optimizer's
+    grad_clip object. Paddle clips a copy inside opt.step() and leaves p.grad unclipped, so the
+    gradients the update used are that same object applied to the same gradients (it is deterministic)."""
+    pairs = [(k, p) for k, p in model.named_parameters() if not p.stop_gradient and p.grad is not None]
+    values = [p.grad for _, p in pairs]
+    if clip is not None:
+        values = [g for _, g in clip([(p, p.grad) for _, p in pairs])]  # keeps the order (paddle/nn/clip.py)
     out = {}
-    for k, p in model.named_parameters():
-        if p.stop_gradient or p.grad is None:
-            continue
-        g = p.grad.numpy()
+    for (k, _), g in zip(pairs, values):
         name = (rename or {}).get(k, k)
-        out[prefix + name] = g.T if name in transpose else g
+        out[prefix + name] = g.numpy().T if name in transpose else g.numpy()
     return out
 
 
