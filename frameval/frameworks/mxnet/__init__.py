@@ -7,4 +7,5 @@ FRAMEWORK = Framework(
     workarounds={
         "deconv-1ch-input-grad": r"F\.Convolution\(",
         "adam-eps": r"fw\.Adam\(",
+        "no-adamw": r"fw\.AdamW\(",
     })

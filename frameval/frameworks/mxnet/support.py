@@ -1,6 +1,8 @@
-"""MXNet (Gluon) helpers shared by notebooks/mxnet/{lenet,dcgan,lstm}.ipynb.
+"""MXNet (Gluon) helpers shared by notebooks/mxnet/{lenet,dcgan,lstm,gpt}.ipynb.
 
 - `Adam`: Gluon's fused Adam corrected to the spec's (PyTorch's) epsilon placement.
+- `AdamW`: the spec's AdamW (decoupled decay), which mx.optimizer lacks, over the
+  fused `contrib.adamw_update` kernel.
 - `check_device`, `gpu_name`: the GPU guard and the GPU name for `rec.after_import`.
 - `param_count`: trainable parameters, as recorded by `rec.set_param_counts`.
 - `threads_effective`: the OpenMP thread count read back (MXNet 1.9.1 has no getter).
@@ -33,6 +35,28 @@ class Adam(mx.optimizer.Adam):
         nd.adam_update(weight, grad, mean, var, out=weight, lr=self._get_lr(index) * math.sqrt(c2) / c1,
                        wd=self._get_wd(index), beta1=self.beta1, beta2=self.beta2,
                        epsilon=self.epsilon * math.sqrt(c2), rescale_grad=self.rescale_grad)
+
+
+class AdamW(Adam):
+    """The spec's (PyTorch's) AdamW. MXNet 1.9 has no AdamW optimizer: mx.optimizer.Adam's `wd` is an L2 term
+    added to the gradient (then normalised by Adam). Its fused contrib kernel `adamw_update` decouples the
+    decay but has no bias correction: w -= eta * (lr * m / (sqrt(v) + eps) + wd * w). Given eta = 1,
+    lr * sqrt(1 - b2^t) / (1 - b1^t), eps * sqrt(1 - b2^t) (as `Adam`) and wd = lr * weight_decay * wd_mult,
+    it is w * (1 - lr * weight_decay) - lr * m_hat / (sqrt(v_hat) + eps) exactly. Which weights decay is
+    each Parameter's `wd_mult` (1 or 0), as the Trainer hands them over."""
+
+    def update(self, index, weight, grad, state):
+        self._update_count(index)
+        t = self._index_update_count[index]
+        c1, c2 = 1 - self.beta1 ** t, 1 - self.beta2 ** t
+        lr = self._get_lr(index)
+        if getattr(self, "_rescale", None) is None or self._rescale[1] != self.rescale_grad:
+            # the kernel takes rescale_grad as an array (it skips the update where it is not finite): one, kept
+            self._rescale = (nd.full((1,), self.rescale_grad, ctx=weight.context), self.rescale_grad)
+        mean, var = state
+        nd.contrib.adamw_update(weight, grad, mean, var, self._rescale[0], out=weight, eta=1.0,
+                                lr=lr * math.sqrt(c2) / c1, wd=lr * self._get_wd(index), beta1=self.beta1,
+                                beta2=self.beta2, epsilon=self.epsilon * math.sqrt(c2))
 
 
 def check_device(device):
