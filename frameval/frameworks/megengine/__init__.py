@@ -9,4 +9,5 @@ FRAMEWORK = Framework(
         "lstm-weight-grad": r"class LSTM\(M\.Module\)",
         "max-pool-tied-grad": r"F\.indexing_one_hot\(",
         "batchnorm-backward-precision": r"fw\.BatchNorm2d\(",
+        "mha-is-causal-cpu": r"fw\.causal_mask\(",
     })

@@ -1,8 +1,8 @@
-"""MegEngine helpers shared by notebooks/megengine/{lenet,dcgan,lstm}.ipynb.
+"""MegEngine helpers shared by notebooks/megengine/{lenet,dcgan,lstm,gpt}.ipynb.
 
 - `record_threads`: the thread count read back from the default device's name
   (on the CPU it is part of the name: 'multithreadN:0').
-- `read_adam`, `reset_adam`, `load_weights`: read the optimizer's settings back;
+- `read_adam`, `reset_adam`, `load_weights`: read the optimizer's (Adam's or AdamW's) settings back;
   put the shared initial weights and a fresh optimizer state back in place
   after the check (`Tensor._reset`, as `load_state_dict` does), which the
   traced step sees: it reads its parameters and optimizer states by handle.
@@ -10,6 +10,8 @@
   very traced step training uses.
 - `BatchNorm2d`: BatchNorm in MegEngine ops (M.BatchNorm2d's backward is off
   beyond the check's tolerance at batch 64).
+- `causal_mask`: the causal mask F.nn.multi_head_attention takes as attn_mask
+  (its `is_causal=True` fails on the CPU in 1.13).
 
 See docs/frameworks/megengine.md.
 """
@@ -43,7 +45,7 @@ def read_adam(rec, *opts):
 
 
 def reset_adam(*opts):
-    """A fresh Adam state (step, exp_avg, exp_avg_sq all zero), in place."""
+    """A fresh Adam or AdamW state (step, exp_avg, exp_avg_sq all zero), in place."""
     for opt in opts:
         for state in opt._state.values():
             for t in state.values():
@@ -110,3 +112,12 @@ class BatchNorm2d(M.Module):
         self.running_mean[...] = m * self.running_mean + (1 - m) * mean.detach()
         self.running_var[...] = m * self.running_var + (1 - m) * var.detach() * (n / (n - 1))
         return d / F.sqrt(var + self.eps) * self.weight + self.bias
+
+
+def causal_mask(t):
+    """The (t, t) additive causal mask for F.nn.multi_head_attention's attn_mask:
+    0 on and below the diagonal, -inf above (a key after its query gets weight
+    0). Passed explicitly: in 1.13 `is_causal=True` fails on the CPU (a dtype
+    assertion in an elementwise op; defects/megengine/mha-is-causal-cpu.py).
+    Made from numpy at each call: a constant inside a trace, a small copy when eager."""
+    return mge.tensor(np.triu(np.full((t, t), -np.inf, np.float32), 1))
