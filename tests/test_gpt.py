@@ -3,7 +3,7 @@
 Fast: it is out of the default matrix and in "all"; `-p gpt.lr=` reaches its
 notebooks and a bad value is refused; its FLOPs per window are the spec's.
 Real (one module-scoped folder, tiny: one epoch of 64 windows in batches of 8):
-the torch notebook in graph and eager, JAX's and TensorFlow's in graph mode,
+the torch notebook in graph and eager, JAX's, TensorFlow's and MindSpore's in graph mode,
 through the real command, every number
 the run records checked.
 """
@@ -70,10 +70,11 @@ def gpt_runs(tmp_path_factory):
     out = tmp_path_factory.mktemp("gpt")
     p = run_all("--frameworks", "torch", "--workloads", "gpt", "--mode", "both", "-p", "gpt.epochs=1",
                 "-p", "gpt.max_train_samples=64", "-p", "gpt.batch_size=8", "--out", str(out), timeout=900)
-    # JAX and TensorFlow in graph mode only, into the same folder (their eager runs, checked by
-    # hand when written, cost the suite a minute more): the report then holds all four runs.
-    p2 = run_all("--frameworks", "jax,tensorflow", "--workloads", "gpt", "--mode", "graph", "-p", "gpt.epochs=1",
-                 "-p", "gpt.max_train_samples=64", "-p", "gpt.batch_size=8", "--out", str(out), timeout=900)
+    # JAX, TensorFlow and MindSpore in graph mode only, into the same folder (their eager runs, checked
+    # by hand when written, cost the suite a minute more): the report then holds all five runs.
+    p2 = run_all("--frameworks", "jax,tensorflow,mindspore", "--workloads", "gpt", "--mode", "graph",
+                 "-p", "gpt.epochs=1", "-p", "gpt.max_train_samples=64", "-p", "gpt.batch_size=8",
+                 "--out", str(out), timeout=900)
     results = {}
     for f in sorted((out / "runs").glob("*/gpt-*/result.json")):
         r = json.loads(f.read_text())
@@ -84,8 +85,8 @@ def gpt_runs(tmp_path_factory):
 def test_the_gpt_passes_its_check_and_records_its_figures(gpt_runs):
     for proc in (gpt_runs["proc"], gpt_runs["proc2"]):
         assert proc.returncode == 0, proc.stderr[-2000:]
-    assert sorted(gpt_runs["results"]) == [("jax", "graph"), ("tensorflow", "graph"), ("torch", "eager"),
-                                           ("torch", "graph")]
+    assert sorted(gpt_runs["results"]) == [("jax", "graph"), ("mindspore", "graph"), ("tensorflow", "graph"),
+                                           ("torch", "eager"), ("torch", "graph")]
     for mode, r in gpt_runs["results"].items():
         assert r["status"] == "ok", (mode, r["status"])
         assert r["param_counts"]["gpt"] == 406_656
