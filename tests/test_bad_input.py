@@ -124,7 +124,7 @@ def test_no_run_folder_holds_a_comma():
     runs = build_plan("all", "all", "both", "cpu", "quick", ["batch_size=32,64", "threads=1,2", "lr=0.001,0.002"])
     from frameval import frameworks, workloads
     pairs = sum(w.written_for(fw) for w in workloads.REGISTRY.values() for fw in frameworks.names())
-    assert pairs == 7 * 3 + 3  # the GPT has notebooks in torch, JAX and TensorFlow so far
+    assert pairs == 7 * 3 + 4  # the GPT has notebooks in torch, JAX, TensorFlow and MindSpore so far
     assert len(runs) == pairs * 2 * 8 and not any("," in r.name for r in runs)
     assert files.params_tag({"threads": 1, "batch_size": 16, "lr": 0.002}) == "batch_size=16+lr=0.002+threads=1"
 
