@@ -1,8 +1,10 @@
-"""MindSpore helpers shared by notebooks/mindspore/{lenet,dcgan,lstm}.ipynb.
+"""MindSpore helpers shared by notebooks/mindspore/{lenet,dcgan,lstm,gpt}.ipynb.
 
 - `Adam`: `nn.Adam` with the spec's epsilon placement (see its docstring and
   docs/frameworks/mindspore.md, "Adam epsilon"); `ADAM_EPS_PLACEMENT` is how
   the notebooks record that in `rec.settings`.
+- `read_adamw`, `reset_adamw`: the GPT's `mindspore.experimental.optim.AdamW`
+  (PyTorch's AdamW; its state lives in other attributes than nn.Adam's).
 - `gpu_name()`: the GPU's name for the recorder (MindSpore has no call for it).
 
 Imported in the setup cell after `import mindspore`, so the environment
@@ -98,6 +100,21 @@ def reset_adam(*opts):
         for p in (o.beta1_power, o.beta2_power):
             assign(p, np.ones(p.shape))
         assign(o.global_step, np.zeros(o.global_step.shape))
+
+
+def read_adamw(rec, opt):
+    """experimental.optim.AdamW's lr, betas and eps as its first parameter group holds them
+    (the groups differ only in weight decay)."""
+    g = opt.param_groups[0]
+    rec.settings_read(optimizer="mindspore.experimental.optim.AdamW", lr=_num(g["lr"]),
+                      betas=[float(b) for b in g["betas"]], adam_eps=float(g["eps"]))
+
+
+def reset_adamw(opt):
+    """A fresh experimental.optim.AdamW state, in place (moments and step count)."""
+    for m in list(opt.exp_avg) + list(opt.exp_avg_sq) + list(opt.max_exp_avg_sq):
+        assign(m, np.zeros(m.shape))
+    assign(opt.state_step, np.zeros(opt.state_step.shape))
 
 
 def named_grads(opt, grads):

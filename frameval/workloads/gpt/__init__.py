@@ -120,7 +120,7 @@ TOLERANCES = {"forward": 1e-5, "losses": 1e-5, "grads": 1e-5}
 
 WORKLOAD = Workload(
     key="gpt", order=4, display="GPT", default=False,
-    frameworks=("torch", "tensorflow", "paddle", "megengine", "mxnet", "jax"),
+    frameworks=("torch", "tensorflow", "paddle", "mindspore", "megengine", "mxnet", "jax"),
     params=COMMON_PARAMS + ("digits",), param_counts={"gpt": spec.param_count()},
     quality=Quality("exact_match", "col_exact_match", "axis_accuracy", True, True, format="percent"),
     data_name=_data_name, train_samples=train_samples, data_problem=_no_problem, too_few=_too_few,
