@@ -285,3 +285,25 @@ def test_every_registered_workload_brings_the_words_its_report_asks_for():
 def test_a_convolution_workaround_applies_where_the_model_has_convolutions():
     from frameval.nb.weights import has_convolutions
     assert [w for w in ("lenet", "dcgan", "lstm", "gpt") if has_convolutions(w)] == ["lenet", "dcgan"]
+
+
+def test_settings_a_workload_calls_described_are_shown_and_never_flagged(tmp_path):
+    """The GPT's notebooks say how they met the spec (attention kind, GELU call) in their
+    framework's words: the audit shows every run's and flags none of them, while a real
+    difference in a compared setting (the optimizer) is still flagged."""
+    from frameval.report.audit import audit_table
+
+    def result(fw, attention, optimizer):
+        return {"framework": fw, "workload": "gpt", "mode": "graph", "device": "cpu", "status": "ok",
+                "params": {"epochs": 1, "batch_size": 32}, "epochs": [{"epoch": 1, "seconds": 1.0}],
+                "settings": {"attention": attention, "gelu": "exact (erf)", "optimizer": optimizer},
+                "_dir": str(tmp_path / fw)}
+    S = Strings("en")
+    rows = make_rows([result("torch", "fused: F.scaled_dot_product_attention", "AdamW"),
+                      result("tensorflow", "written out", "Adam")], S)
+    audit = audit_table("gpt", rows, S)
+    by_key = {r[0]["v"]: r for r in audit["table"]["rows"]}
+    for key in ("attention", "gelu"):
+        assert by_key[key][-1]["v"] == "described" and not any(c["cls"] == "flag" for c in by_key[key])
+    assert [c["t"] for c in by_key["attention"][2:4]] == ["fused: F.scaled_dot_product_attention", "written out"]
+    assert [f["key"] for f in audit["flags"] if f["kind"] == "setting"] == ["optimizer"]

@@ -1,4 +1,4 @@
-"""Paddle: scaled_dot_product_attention(is_causal=True) on the CPU lets a query attend to later keys when its scores are far below zero.
+"""Paddle: scaled_dot_product_attention(is_causal=True) on the CPU lets a query attend to later keys when its scores are far below zero (a measurement, no workaround).
 
 A measurement (no workaround in frameval: the GPT's attention scores stay a few
 units from zero, where the mask is exact). On the CPU the call runs its "math"

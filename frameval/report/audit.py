@@ -5,6 +5,7 @@ threads in effect, what the training step's graph holds, and how much of the
 step graph mode compiled."""
 from __future__ import annotations
 
+from ..catalog import WORKLOAD_BY_KEY
 from ..result import Result
 from . import fmt, labels
 from .cells import cell, header
@@ -38,7 +39,12 @@ def audit_table(workload, rows, S) -> dict:
     keys = list(AUDIT_KEYS)
     keys += sorted({str(k) for w in rows for k in w.result.settings if k not in keys and k not in NOT_COMPARED})
     groups = value_groups(rows, keys)
+    record = WORKLOAD_BY_KEY.get(workload)
+    described = set(record.described_settings) if record is not None else set()
     for key in keys:
+        if key in described:
+            body.append(_described_row(key, rows, S))
+            continue
         line = _setting_row(key, rows, spec_settings(workload), S, flags, groups)
         if line:
             body.append(line)
@@ -155,6 +161,14 @@ def _setting_cell(key, v, src, odd, S):
     elif src == "read" and v is not None:
         title = title or S("tip_read")
     return cell(t, v if not isinstance(v, (list, dict)) else fmt.value(v), cls, title)
+
+
+def _described_row(key, rows, S):
+    """A setting that says how a framework met the spec, in its own words: shown, not compared."""
+    name = S("set_" + key) if ("set_" + key) in S.raw else key
+    vals = [audit_value(w.result, key) for w in rows]
+    return ([cell(name, key), cell("—")] + [cell(fmt.value(v), fmt.value(v), "na" if v is None else "") for v in vals]
+            + [cell(S("verdict_described"), "described", "na", S("tip_described"))])
 
 
 def _setting_row(key, rows, spec, S, flags, groups=None):

@@ -175,6 +175,10 @@ class Workload:
     # ---- the report
     profiles: dict = field(default_factory=dict)   # profile -> notebook parameter overrides
     spec_settings: dict = field(default_factory=dict)
+    # Settings a notebook records to say how its framework met the spec (the GPT's attention
+    # kind and GELU call): each framework words them its own way, so the audit shows them and
+    # never calls their difference a difference of arithmetic (the check covers that)
+    described_settings: tuple = ()
     structural_counts: dict = field(default_factory=dict)  # (network, count) -> i18n reason
     curves: tuple = ()        # ((result key, i18n axis), ...) per epoch
     # True: the curves chart adds the quality figure at every evaluation point

@@ -152,7 +152,9 @@ def record_scope(rec, mode, step, why=""):
 def read_adam(rec, *opts):
     """Adam's lr, betas and epsilon as the optimizer objects hold them."""
     o = opts[0]
-    rec.settings_read(optimizer="Adam" if isinstance(o, keras.optimizers.Adam) else type(o).__name__,
+    # AdamW first: Keras' AdamW is a subclass of its Adam, and the GPT's SpecAdamW one of AdamW
+    name = next((n for n in ("AdamW", "Adam") if isinstance(o, getattr(keras.optimizers, n))), type(o).__name__)
+    rec.settings_read(optimizer=name,
                       lr=float(o.learning_rate), betas=[float(o.beta_1), float(o.beta_2)], adam_eps=float(o.epsilon))
 
 

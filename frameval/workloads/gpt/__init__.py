@@ -136,6 +136,7 @@ WORKLOAD = Workload(
                    "betas": list(spec.ADAMW["betas"]), "adam_eps": spec.ADAMW["eps"],
                    "weight_decay": spec.ADAMW["weight_decay"], "clip_norm": spec.ADAMW["clip_norm"],
                    "dtype": "float32", "epochs": 15, "digits": 2},
+    described_settings=("attention", "gelu"),
     curves=(("train_loss", "axis_loss"), ("val_loss", "axis_loss")), quality_curve=True,
     figures=(Figure("col_val_loss", "val_loss", "sig4", False),
              Figure("col_tokens_per_s", "gen_tokens_per_s", "sig3", True)),
