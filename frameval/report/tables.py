@@ -10,7 +10,7 @@ from pathlib import Path
 from .. import speed
 from ..catalog import WORKLOAD_BY_KEY
 from ..paths import notebook_path, notebook_rel
-from ..result import Result
+from ..result import Result, counts
 from . import determinism, fmt, labels
 from .cells import cell, drop_na_columns, header
 from .check import check_summary
@@ -152,7 +152,7 @@ def _line(w, c):
 def _figure_over_runs(w, get):
     """(median, lowest, highest, n) of a further figure over a row's runs (every seed's
     counted repeats), or None with fewer than two values: one run shows its own."""
-    vals = sorted(v for _, rs in (w.seeds or ()) for r in rs if (v := fmt.num(get(r))) is not None)
+    vals = sorted(v for _, rs in (w.seeds or ()) for r in rs if counts(r) and (v := fmt.num(get(r))) is not None)
     if len(vals) < 2:
         return None
     return statistics.median(vals), vals[0], vals[-1], len(vals)
