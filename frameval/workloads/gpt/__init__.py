@@ -112,7 +112,11 @@ def _media(*args):
 
 
 def _finding(S, fmt, name, best, worst, show):
-    return None
+    """One seed each: the best and lowest exact match, each with its validation loss
+    (two runs can answer alike and still differ in how sure they are)."""
+    return S("finding_gpt_exact", workload=name, run=best[0].label, acc=show(best[1]),
+             loss=fmt.sig(best[0].result.metric("val_loss")), run2=worst[0].label, acc2=show(worst[1]),
+             loss2=fmt.sig(worst[0].result.metric("val_loss")))
 
 
 TOLERANCES = {"forward": 1e-5, "losses": 1e-5, "grads": 1e-5}
