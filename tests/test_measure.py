@@ -16,7 +16,7 @@ import types
 import pytest
 
 from conftest import REPO
-from frameval import envs
+from frameval import energy, envs
 from frameval.nb import measure
 from frameval.nb.record import Recorder
 
@@ -183,6 +183,16 @@ class FakeNvml(types.SimpleNamespace):
     def nvmlDeviceGetGraphicsRunningProcesses(self, h):
         return [types.SimpleNamespace(pid=p, usedGpuMemory=u) for p, u in self.graphics]
 
+    # energy: a counter in mJ that each reading advances by `energy_step`, and a constant draw
+    energy_mj, energy_step, power_mw = 1_000_000.0, 0.0, 70_000
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, h):
+        self.energy_mj += self.energy_step
+        return self.energy_mj
+
+    def nvmlDeviceGetPowerUsage(self, h):
+        return self.power_mw
+
 
 ME, OTHER = 4242, 9999
 
@@ -231,6 +241,82 @@ def test_recorder_gpu_run_uses_nvml(tmp_path, monkeypatch):
     r = json.loads(rec.write().read_text())
     assert r["peak_device_driver_mb"] == 512.0
     assert r["peak_device_mb"] == 123.4
+
+
+@pytest.mark.fast
+def test_energy_per_epoch_from_the_counter_at_its_edges_less_idle(tmp_path, monkeypatch):
+    """#48: each epoch's energy is the counter's difference between the epoch's
+    edges, its evaluations' taken off; the idle draw times its seconds is
+    subtracted; the summary is the steady epochs' median, and per sample."""
+    fake = FakeNvml([[(os.getpid(), 64 * MB)]])
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    rec = Recorder("torch", "lenet", {"mode": "eager", "device": "gpu", "epochs": 3}, out_dir=str(tmp_path), chdir=False)
+    rec._nvml.interval = 10  # no sampling thread readings between the edges
+    rec.after_import("none")
+    for d in (4_000.0, 4_500.0, 4_000.0):  # mJ by which each epoch's work moves the counter
+        with rec.epoch(samples=100):
+            fake.energy_mj += d
+    r = json.loads(rec.write().read_text())
+    e = r["energy"]
+    assert e["available"] is True and e["idle_w"] == 70.0
+    got = [x["energy_j"] for x in r["epochs"]]
+    assert got == [4.0, 4.5, 4.0]
+    for x in r["epochs"]:
+        assert x["energy_above_idle_j"] == pytest.approx(x["energy_j"] - 70.0 * x["seconds"], abs=1e-3)
+    # these epochs are far shorter than the counter needs: no figure, and why
+    assert "epoch_j" not in e and "under the 1 s" in e["why_none"] and e["epochs"] == "steady"
+    # the same readings over long enough epochs: the steady epochs' mean, less idle, per sample
+    long = [dict(x, seconds=x["seconds"] + 1.0) for x in r["epochs"]]
+    got = energy.summary(long, 70.0)
+    assert got["epoch_j"] == 4.25 and got["epochs"] == "steady"
+    above = [x["energy_j"] - 70.0 * x["seconds"] for x in long[1:]]
+    assert got["epoch_above_idle_j"] == pytest.approx(sum(above) / 2, abs=1e-3)
+    assert got["above_idle_mj_per_sample"] == pytest.approx(1000 * got["epoch_above_idle_j"] / 100, abs=0.01)
+    assert energy.summary(long[:1], None) == {"epochs": "first (one epoch only)", "seconds": round(long[0]["seconds"], 3),
+                                              "epoch_j": 4.0}
+
+
+@pytest.mark.fast
+def test_an_evaluations_energy_is_taken_off_its_epochs(tmp_path, monkeypatch):
+    fake = FakeNvml([[(os.getpid(), 64 * MB)]])
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    rec = Recorder("torch", "lenet", {"mode": "eager", "device": "gpu", "epochs": 2}, out_dir=str(tmp_path), chdir=False)
+    rec._nvml.interval = 10
+    rec.after_import("none")
+
+    def evaluate():
+        fake.energy_mj += 1_000.0  # the evaluation's work: not the training's
+        return {"test_acc": 0.5}
+    rec.evaluate_during_training(evaluate, per_epoch=2)
+    for _ in range(2):
+        with rec.epoch(samples=4) as ep:
+            for _ in ep.timed([[0, 1], [2, 3]]):
+                fake.energy_mj += 2_000.0
+    r = json.loads(rec.write().read_text())
+    assert len(r["evaluation"]["points"]) == 4
+    assert [x["energy_j"] for x in r["epochs"]] == [4.0, 4.0]
+
+
+@pytest.mark.fast
+def test_energy_not_available_on_the_cpu_or_without_a_counter(tmp_path, monkeypatch):
+    rec = Recorder("torch", "lenet", {"mode": "eager", "device": "cpu"}, out_dir=str(tmp_path / "c"), chdir=False)
+    rec.after_import("none")
+    with rec.epoch(samples=1):
+        pass
+    r = json.loads(rec.write().read_text())
+    assert r["energy"]["available"] is False and "CPU" in r["energy"]["why"]
+    assert "energy_j" not in r["epochs"][0]
+
+    class NoCounter(FakeNvml):
+        def nvmlDeviceGetTotalEnergyConsumption(self, h):
+            raise RuntimeError("NVML_ERROR_NOT_SUPPORTED")
+    monkeypatch.setitem(sys.modules, "pynvml", NoCounter([[(os.getpid(), 1 * MB)]]))
+    rec = Recorder("torch", "lenet", {"mode": "eager", "device": "gpu"}, out_dir=str(tmp_path / "g"), chdir=False)
+    rec.after_import("none")
+    with rec.epoch(samples=1):
+        pass
+    r = json.loads(rec.write().read_text())
+    assert r["energy"] == {"available": False, "why": "no NVML total-energy counter on this device or driver"}
 
 
 @pytest.mark.fast

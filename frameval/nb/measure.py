@@ -9,6 +9,7 @@ that tests can drive it with a fake.
 from __future__ import annotations
 
 import os
+import statistics
 import threading
 import time
 
@@ -85,12 +86,23 @@ class Stopwatch:
 
 # ------------------------------------------------------------------ GPU memory
 class DeviceMemoryProbe:
-    """Interface: peak device memory of this process in MB, or None."""
+    """Interface: peak device memory of this process in MB, or None; the
+    device's energy counter (mJ) and power draw (W), or None where there is
+    none (a CPU run: this machine has no RAPL counter frameval reads)."""
 
     def start(self):
         pass
 
     def stop(self) -> float | None:
+        return None
+
+    def energy_mj(self) -> float | None:
+        return None
+
+    def idle_w(self, seconds: float = 1.0) -> float | None:
+        return None
+
+    def driver_version(self) -> str | None:
         return None
 
 
@@ -139,6 +151,44 @@ class NvmlProbe(DeviceMemoryProbe):
         self._thread = threading.Thread(target=self._loop, daemon=True, name="frameval-nvml")
         self._thread.start()
         return self
+
+    def energy_mj(self) -> float | None:
+        """NVML's total-energy counter of the device (mJ since the driver loaded;
+        Volta and newer), the way Zeus reads it at a window's edges; None where
+        NVML did not start or the device has no counter. It counts the whole
+        device, not this process: a run shares its GPU with nothing else."""
+        if not getattr(self, "_started", False):
+            return None
+        try:
+            return float(self.nvml.nvmlDeviceGetTotalEnergyConsumption(self.nvml.nvmlDeviceGetHandleByIndex(self.index)))
+        except Exception:
+            return None
+
+    def driver_version(self) -> str | None:
+        """The NVIDIA driver's version as NVML reports it, or None."""
+        if not getattr(self, "_started", False):
+            return None
+        try:
+            v = self.nvml.nvmlSystemGetDriverVersion()
+            return v.decode() if isinstance(v, bytes) else str(v)
+        except Exception:
+            return None
+
+    def idle_w(self, seconds: float = 1.0) -> float | None:
+        """The device's draw with this process loaded and no work queued: the
+        median of NVML's power readings (mW) over `seconds`, taken before training.
+        Subtracted from each epoch's energy, so the figure is what the training added."""
+        if not getattr(self, "_started", False):
+            return None
+        got = []
+        try:
+            h = self.nvml.nvmlDeviceGetHandleByIndex(self.index)
+            for _ in range(max(1, int(seconds / 0.1))):
+                got.append(self.nvml.nvmlDeviceGetPowerUsage(h) / 1000.0)
+                time.sleep(0.1)
+        except Exception:
+            return None
+        return round(statistics.median(got), 2) if got else None
 
     def stop(self) -> float | None:
         self._stop.set()

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import cpu as _cpu
-from .. import speed
+from .. import energy, speed
 from .. import files
 from .. import target as _target
 from .. import workloads
@@ -226,13 +226,16 @@ class _EpochTimer:
         if not self.rec.epochs:
             self.rec._start_training()
         self.eval_s = 0.0  # evaluation inside this epoch's clock, taken off its seconds
+        self.eval_mj = 0.0  # and its energy, off the epoch's
         self.watch = measure.Stopwatch(self.rec.sync).start()
+        self.e0 = self.rec._nvml.energy_mj()  # after the sync: the edge of the epoch's work
         return self.ep
 
     def __exit__(self, exc_type, exc, tb):
         secs = self.watch.stop() - self.eval_s
         if exc_type is None:
             self.ep["seconds"] = secs
+            self._energy(secs)
             if self.rec.evaluation:
                 self.ep["eval_s"] = round(self.eval_s, 6)
             self.rec.epochs.append(self.ep)
@@ -270,9 +273,13 @@ class _EpochTimer:
         so_far = time.perf_counter() - self.watch.t0 - self.eval_s
         earlier_s = sum(e["seconds"] for e in self.rec.epochs if isinstance(e.get("seconds"), float))
         earlier_n = sum(int(e.get("samples") or 0) for e in self.rec.epochs)
+        e_a = self.rec._nvml.energy_mj()
         self.eval_s += schedule.evaluate(sync, epoch=self.ep["epoch"], step=done, steps=len(items),
                                          samples=earlier_n + sum(len(x) for x in items[:done]),
                                          train_s=earlier_s + so_far)
+        e_b = self.rec._nvml.energy_mj()  # evaluate() ends with a sync
+        if e_a is not None and e_b is not None:
+            self.eval_mj += e_b - e_a
 
     def _close_window(self, items, start, stop, t0, sync) -> float:
         sync()
@@ -280,6 +287,18 @@ class _EpochTimer:
         self.rec.windows.append({"epoch": self.ep["epoch"], "steps": stop - start,
                                  "samples": int(sum(len(x) for x in items[start:stop])), "seconds": now - t0})
         return now
+
+    def _energy(self, secs: float):
+        """The epoch's energy from the device counter at its edges (synchronised),
+        its evaluations' taken off, and that less the idle draw times its seconds."""
+        e1 = self.rec._nvml.energy_mj()
+        if self.e0 is None or e1 is None:
+            return
+        joules = (e1 - self.e0 - self.eval_mj) / 1000.0
+        self.ep["energy_j"] = round(joules, 3)
+        idle = self.rec.result.get("energy", {}).get("idle_w")
+        if idle is not None:
+            self.ep["energy_above_idle_j"] = round(joules - idle * secs, 3)
 
 
 def _inject_fault(rec):
@@ -350,9 +369,11 @@ class Recorder:
             os.chdir(work)
 
     def after_import(self, version: str, sync=None, reset_device_peak=None, device_peak_mb=None,
-                     gpu_name: str | None = None):
+                     gpu_name: str | None = None, gpu_runtime: dict | None = None):
         """Call right after the framework import. `sync` waits for the device;
-        `reset_device_peak` / `device_peak_mb` are the allocator's peak APIs (GPU)."""
+        `reset_device_peak` / `device_peak_mb` are the allocator's peak APIs (GPU);
+        `gpu_runtime`: the CUDA and cuDNN versions the framework was built with
+        and loaded ({"cuda": "13.0", "cudnn": "91300"}), as it reports them."""
         self.result["framework_version"] = str(version)
         self.result["rss_after_import_mb"] = _round(measure.rss_mb())
         self.result["memory"]["after_import_mb"] = self.result["rss_after_import_mb"]
@@ -362,6 +383,9 @@ class Recorder:
         self._reset_device, self._peak_device = reset_device_peak, device_peak_mb
         if gpu_name:
             self.result["environment"]["gpu"] = gpu_name
+        for k, v in (gpu_runtime or {}).items():
+            if v not in (None, ""):
+                self.result["environment"][k] = str(v)
         self.result["environment"]["framework"] = str(version)
         self._set_precision()
         self.write_partial()
@@ -513,6 +537,21 @@ class Recorder:
             except Exception as e:  # a CPU build: keep "not available"
                 self.note(f"device peak reset failed: {type(e).__name__}: {e}")
         self._nvml.start()
+        self._start_energy()
+
+    def _start_energy(self):
+        """What the energy figures rest on, or why there are none (#48): NVML's
+        total-energy counter at each epoch's edges, the idle draw before training."""
+        drv = self._nvml.driver_version()
+        if drv:
+            self.result["environment"]["gpu_driver"] = drv
+        if self.device != "gpu":
+            self.result["energy"] = {"available": False, "why": "a CPU run: frameval reads only a GPU's counter (NVML)"}
+        elif self._nvml.energy_mj() is None:
+            self.result["energy"] = {"available": False, "why": "no NVML total-energy counter on this device or driver"}
+        else:
+            self.result["energy"] = {"available": True, "counter": "nvmlDeviceGetTotalEnergyConsumption",
+                                     "idle_w": self._nvml.idle_w(), "idle_how": "median NVML power over 1 s before training"}
 
     def window_steps(self, steps: int) -> int:
         """Steps per timing window in an epoch of `steps` steps (speed.window_steps)."""
@@ -544,8 +583,15 @@ class Recorder:
             except Exception as e:
                 self.note(f"device peak not available: {type(e).__name__}: {e}")
         r["peak_device_driver_mb"] = self._nvml.stop() if self.device == "gpu" else None
+        self._summarise_energy()
         if self.device != "gpu":
             r["peak_device_mb"] = None  # zero from a CPU build is not a measurement
+
+    def _summarise_energy(self):
+        """The steady epochs' mean energy and per sample (frameval/energy.py)."""
+        e = self.result.get("energy")
+        if isinstance(e, dict) and e.get("available"):
+            e.update(energy.summary(self.epochs, e.get("idle_w")))
 
     def _summarise_timing(self):
         """The steady timing windows (step windows, or else the epochs after the

@@ -81,12 +81,48 @@ def framework_env(fw, rows, elist, S) -> dict:
         specs.append(" ".join(x for x in (str(e.get("spec_name") or ""), f"({e['backend']})" if e.get("backend") else "") if x))
     version = ", ".join(sorted({str(w.version) for w in frows if w.version})) or fmt.NA
     user = _user_env(frows, elist, version, S)
+    stacks = sorted({gpu_stack(w.result.environment) for w in frows} - {""})
+    if stacks:  # a GPU run's CUDA and cuDNN, as the framework reported them
+        version += f" ({'; '.join(stacks)})"
     return {"math_mode": math_modes(frows, S), "fw": fw, "name": framework_name(fw), "version": version, "user_provided": bool(user),
             "python": ", ".join(sorted(pys)) or fmt.NA, "numpy": ", ".join(sorted(_recorded(frows, "numpy"))) or fmt.NA,
             "packages": ", ".join(sorted(set(packages))) or fmt.NA, "threads": ", ".join(threads) or fmt.NA,
             "spec": "; ".join(x for x in [user or "; ".join(specs) or S("env_not_recorded"), *(
                 S("env_offline", bundle=b) for b in sorted(_recorded(frows, "offline_bundle")))] if x),
             "key": ", ".join(str(e.get("key")) for e in elist if e.get("key")) or fmt.NA}
+
+
+def _cuda(v) -> str:
+    """CUDA's version as a person writes it: XLA's "cuda 13000" and the runtime's
+    13000 (1000 x major + 10 x minor) read "13.0"; torch's "13.0" stays."""
+    t = str(v).strip().removeprefix("cuda").strip()
+    return f"{int(t) // 1000}.{int(t) % 1000 // 10}" if t.isdigit() and int(t) >= 1000 else t
+
+
+def _cudnn(v) -> str:
+    """cuDNN's version number as major.minor.patch: 91900 (9.x: 10000 x major + 100 x minor
+    + patch) reads "9.19.0", 8902 (8.x: 1000 x major + 100 x minor + patch) "8.9.2"."""
+    t = str(v).strip()
+    if not t.isdigit():
+        return t
+    n = int(t)
+    if n >= 90000:
+        return f"{n // 10000}.{n % 10000 // 100}.{n % 100}"
+    return f"{n // 1000}.{n % 1000 // 100}.{n % 100}" if n >= 1000 else t
+
+
+def gpu_stack(env: dict) -> str:
+    """ "CUDA 13.0, cuDNN 9.19.0" from a result's environment, as the framework
+    reported them; the runtime's CUDA only where it differs; "" where none was recorded."""
+    parts = []
+    cuda = _cuda(env["cuda"]) if env.get("cuda") else ""
+    if cuda:
+        parts.append(f"CUDA {cuda}")
+    if env.get("cuda_runtime") and _cuda(env["cuda_runtime"]) != cuda:
+        parts.append(f"CUDA runtime {_cuda(env['cuda_runtime'])}")
+    if env.get("cudnn"):
+        parts.append(f"cuDNN {_cudnn(env['cudnn'])}")
+    return ", ".join(parts)
 
 
 def math_modes(frows, S) -> str:

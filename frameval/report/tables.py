@@ -7,7 +7,7 @@ import os
 import statistics
 from pathlib import Path
 
-from .. import speed
+from .. import energy, speed
 from ..catalog import WORKLOAD_BY_KEY
 from ..paths import notebook_path, notebook_rel
 from ..result import Result, counts
@@ -71,6 +71,7 @@ def _heads(S, opt, qcols):
               header(S("col_gflops"), True, S("tip_gflops_col")),
               header(S("col_peak_rss"), True, S("tip_peak_rss")), header(S("col_rss_import"), True),
               header(S("col_peak_device"), True, S("tip_peak_device")),
+              header(S("col_energy"), True, S("tip_energy")),
               header(S("col_graph_scope"), False, S("tip_graph_scope")), header(S("col_params"), True)]
     heads += [header(q[0], True) for q in qcols]
     if opt["repeats"]:  # the same seed twice: only where repeats exist (determinism.py)
@@ -126,6 +127,7 @@ def _line(w, c):
                           if r.memory.get("method") else S("tip_peak_rss_old")))
     cells.append(_mb_cell(r.rss_after_import_mb))
     cells.append(_device_mem_cell(w, S))
+    cells.append(_energy_cell(r, S))
     cells.append(scope_cell(w, S))
     cells.append(params_cell(c["workload"], w, S))
     for i, ((_, get, f, _), qb) in enumerate(zip(c["qcols"], c["qbest"])):
@@ -194,6 +196,20 @@ def _device_mem_cell(w, S):
         return cell(fmt.NA, None, "na", S("tip_not_measurable"))
     t = fmt.mb(dev) + (f" ({S('driver')} {fmt.mb(drv)})" if fmt.num(drv) is not None else "")
     return cell(t, fmt.num(dev) if fmt.num(dev) is not None else fmt.num(drv))
+
+
+def _energy_cell(r, S):
+    """A steady epoch's energy above the idle draw (J), from the GPU's counter;
+    the whole epoch's and the idle draw in its title. n/a where not measured
+    (a CPU run, no counter): the column is then dropped as every n/a column is."""
+    e = r.energy
+    if e.get("available"):  # from the epochs' readings, so an older record gets today's rule too
+        e = {**e, **energy.summary(r.epochs, e.get("idle_w"))}
+    v = fmt.num(e.get("epoch_above_idle_j")) if e.get("available") and not e.get("why_none") else None
+    if v is None:
+        return cell(fmt.NA, None, "na", e.get("why_none") or e.get("why") or S("tip_not_measurable"))
+    return cell(fmt.sig(v), v, "", S("tip_energy_cell", total=fmt.sig(e.get("epoch_j")), idle=fmt.sig(e.get("idle_w")),
+                                      mj=fmt.sig(e.get("above_idle_mj_per_sample"))))
 
 
 def status_cell(w, S):

@@ -179,6 +179,7 @@ class Result:
     check: dict | None = _field(_dict_or_none)  # the numerical check (frameval/nb/check.py)
     determinism: dict = _field(as_dict)         # {switch: value as the run had it} (frameval/nb/determinism.py)
     math_mode: dict = _field(as_dict)           # {"precision", "effective", "switches", "env"} (frameval/nb/precision.py)
+    energy: dict = _field(as_dict)              # {"available", "idle_w", "epoch_j", "epoch_above_idle_j", ...} (GPU: NVML)
     grids: list = _field(as_list)               # the DCGAN's grid images, relative to `dir`
     series: dict = _field(as_dict)              # the LSTM's {"val_true", "val_pred"}
     # what the runner adds

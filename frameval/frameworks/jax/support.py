@@ -80,7 +80,7 @@ def setup(rec, mode, device, seed):
     rec.after_import(jax.__version__, sync=sync,
                      reset_device_peak=None,
                      device_peak_mb=(lambda: dev.memory_stats()["peak_bytes_in_use"] / 1e6) if gpu else None,
-                     gpu_name=dev.device_kind if gpu else None)
+                     gpu_name=dev.device_kind if gpu else None, gpu_runtime=_gpu_runtime(dev) if gpu else None)
     if gpu:
         rec.note("device peak: jax's memory_stats()['peak_bytes_in_use'] since the process started (jax has no "
                  "peak reset): it includes the check's and the warm-up's allocations")
@@ -92,6 +92,25 @@ def setup(rec, mode, device, seed):
 
 
 # ------------------------------------------------------------------ timing
+def _gpu_runtime(dev) -> dict:
+    """What JAX reports of its CUDA stack: the client's platform version (XLA's
+    "cuda 13000" style) and, where jaxlib's CUDA plugin exposes them, the CUDA
+    runtime's and cuDNN's versions. Each one missing is left out, never guessed."""
+    out = {}
+    try:
+        out["cuda"] = str(dev.client.platform_version)
+    except Exception:
+        pass
+    try:
+        from jax._src.lib import cuda_versions
+        for key, fn in (("cuda_runtime", "cuda_runtime_get_version"), ("cudnn", "cudnn_get_version")):
+            if cuda_versions is not None and hasattr(cuda_versions, fn):
+                out[key] = str(getattr(cuda_versions, fn)())
+    except Exception:
+        pass
+    return out
+
+
 def track(out):
     """Remember the latest result of a dispatched computation; returns it unchanged."""
     _LATEST[:] = [out]

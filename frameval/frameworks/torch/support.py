@@ -37,19 +37,22 @@ def setup(rec, mode, device, seed):
         missing.append(f"set_num_interop_threads: {e}")
     rec.set_threads_effective(torch.get_num_threads(), torch.get_num_interop_threads(),
                               "torch.get_num_threads / get_num_interop_threads", missing)
-    if mode == "graph" and device == "cpu" and has_convolutions(rec.workload):
-        # torch 2.13 (CPU): inductor's layout optimisation computes wrong convolution
-        # gradients at some batch sizes (zero for LeNet's convs at batch 16, ~1e-3 off
-        # for the DCGAN generator). The check found it. A model without convolutions
-        # (the LSTM, the GPT) keeps inductor's defaults, and its report no such note; so
-        # does a GPU run: the bug was seen on the CPU only, a GPU's convolutions go to
-        # cuDNN, and the float64 check would fail there if it were not so.
+    if mode == "graph" and has_convolutions(rec.workload):
+        # inductor's layout optimisation breaks the convolutions' backward on both devices:
+        # torch 2.13 on the CPU computes wrong gradients at some batch sizes (zero for
+        # LeNet's convs at batch 16, ~1e-3 off for the DCGAN generator; the check found it),
+        # and torch 2.11 on an H100 stops the DCGAN's first step with an AssertionError on
+        # convolution_backward's strides (docs/gpu.md: tried there without it on 2026-11-27).
+        # A model without convolutions (the LSTM, the GPT) keeps inductor's defaults.
         torch._inductor.config.layout_optimization = False
-        rec.note("torch.compile: inductor layout_optimization off (wrong conv gradients otherwise, torch 2.13 CPU)")
+        rec.note("torch.compile: inductor layout_optimization off (wrong conv gradients on the CPU in torch 2.13, "
+                 "a stride assertion in convolution_backward on the GPU in torch 2.11)")
         rec.workaround("inductor-layout-opt-conv-grad",
-                       "inductor's layout optimisation computes wrong convolution gradients on the CPU (zero for "
-                       "LeNet's convolutions at batch 16, ~1e-3 off for the DCGAN generator); turned off",
-                       versions="2.13.0", found_by="the check (convolution weight gradients against the reference)",
+                       "inductor's layout optimisation breaks the convolutions' backward: wrong gradients on the "
+                       "CPU (zero for LeNet's convolutions at batch 16, ~1e-3 off for the DCGAN generator), an "
+                       "AssertionError on convolution_backward's strides in the DCGAN on an H100; turned off",
+                       versions="2.13.0 (CPU), 2.11.0+cu130 (GPU)",
+                       found_by="the check (convolution weight gradients against the reference); the H100 run",
                        cost="not measured: inductor keeps the default layout")
     if mode == "graph":
         # Lets dynamo trace torch.autograd.grad, so the backward is in the step's graph.
@@ -70,7 +73,8 @@ def setup(rec, mode, device, seed):
                      sync=torch.cuda.synchronize if cuda else None,
                      reset_device_peak=torch.cuda.reset_peak_memory_stats if cuda else None,
                      device_peak_mb=(lambda: torch.cuda.max_memory_allocated() / 1e6) if cuda else None,
-                     gpu_name=torch.cuda.get_device_name(0) if cuda else None)
+                     gpu_name=torch.cuda.get_device_name(0) if cuda else None,
+                     gpu_runtime={"cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version()} if cuda else None)
     print(f"torch {torch.__version__} on {dev}, {torch.get_num_threads()} threads, mode={mode}")
     return dev
 
