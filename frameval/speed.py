@@ -38,6 +38,9 @@ OUTLIER_FACTOR = 3.0    # a steady window this many times slower than the median
 # a heavy tail: torch's LSTM ran at 30,242 and 16,625 samples/s, MindSpore's
 # LeNet at 5,390 and 3,450, with other processes under 1% of the CPUs both times).
 BETWEEN_RUN_SD = 0.128
+# The machine BETWEEN_RUN_SD and the workloads' seed spreads were measured on: the
+# report says "on this machine" only for CPU runs on one like it, else names it.
+MEASURED_ON = {"cpu": "AMD EPYC", "cores": 2, "device": "cpu"}
 FLOOR_RUNS = 5          # up to this many runs a side, the between-run floor applies
 CONFIDENCE = 0.95
 DRAWS = 2000

@@ -137,3 +137,23 @@ def test_a_failed_run_on_the_gpu_is_shown_and_the_others_kept(built2):
     assert "could not draw" not in md
     ok = [r for r in map(_load, RESULTS2) if r["status"] == "ok"]
     assert len(ok) == 5 and all(r["check"]["ok"] for r in ok)
+
+
+def test_spreads_measured_elsewhere_say_so(built):
+    """#48: the between-run spread and the seed spread were measured on the 2-core
+    development CPU; a GPU report quotes them with that machine, never "this machine"."""
+    md = built["md"]
+    assert "measured on this machine" not in md and "on this machine one framework" not in md
+    assert "on the development machine (a 2-core AMD EPYC, CPU runs), not the one these runs used" in md
+
+
+def test_device_memory_is_ranked_like_with_like(built):
+    """#48: torch's allocator peak (since its reset) and JAX's (since the process
+    started) count different things; the summary ranks the driver's per-process
+    figure, which every run of the fixture has."""
+    md = built["md"]
+    lenet = [_load(f) for f in RESULTS if f.parent.name == "lenet-graph-gpu"]
+    lo = min(lenet, key=lambda r: r["peak_device_driver_mb"])
+    line = next(x for x in md.splitlines() if x.startswith("- LeNet-5 (MNIST classification): the lowest peak GPU memory"))
+    assert "as the driver counts it" in line and f"{lo['peak_device_driver_mb']:,.0f} MB" in line
+    assert "the lowest peak device memory is" not in md

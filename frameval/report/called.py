@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .. import stats, workloads
+from .. import speed, stats, workloads
 from ..catalog import WORKLOAD_BY_KEY
 from . import fmt
 
@@ -45,6 +45,20 @@ def extremes(vals, higher_is_better=True):
     distance: the lowest is the best)."""
     hi, lo = max(vals, key=lambda x: x[1]), min(vals, key=lambda x: x[1])
     return (hi, lo) if higher_is_better is not False else (lo, hi)
+
+
+def measured_where(rows, S) -> str:
+    """Where the spreads the report quotes were measured (speed.MEASURED_ON), as
+    the sentence needs it: "on this machine" where every row is a CPU run on a
+    machine of that kind, else the development machine, named, and not this one."""
+    def like(w):
+        m = w.result.environment.get("machine") if isinstance(w.result.environment.get("machine"), dict) else {}
+        return ((w.device or "cpu") == speed.MEASURED_ON["device"] and m.get("cores") == speed.MEASURED_ON["cores"]
+                and speed.MEASURED_ON["cpu"] in str(m.get("cpu") or ""))
+    rows = list(rows)
+    if rows and all(like(w) for w in rows):
+        return S("measured_here")
+    return S("measured_elsewhere", cores=speed.MEASURED_ON["cores"], cpu=speed.MEASURED_ON["cpu"])
 
 
 def seed_spread(workload, rows):

@@ -11,7 +11,7 @@ from .finding import Finding
 from .media import dev_suffix, group_suffix, ranking_groups, wl_name
 from .model import at_faster_mode, speed_ratio
 from .peak import peak_findings
-from .called import QUALITY_DIFF, QUALITY_FORMAT, extremes, seed_spread
+from .called import QUALITY_DIFF, QUALITY_FORMAT, extremes, measured_where, seed_spread
 from .timetotarget import target_findings
 
 MEMORY_TIE = 0.02  # peak memories closer than this are not ranked
@@ -80,7 +80,7 @@ def _rests_on(best, others, S, an) -> str:
     text = S("finding_rests_on", windows=len(steady) or fmt.NA, samples=fmt.integer(samples) if samples else fmt.NA,
              runs=best.n_repeats)
     if any(iv["widened"] for iv in ivs):
-        text += " " + S("finding_widened", pct=f"{speed.BETWEEN_RUN_SD * 100:.1f}")
+        text += " " + S("finding_widened", pct=f"{speed.BETWEEN_RUN_SD * 100:.1f}", where=measured_where([best, *others], S))
     return text
 
 
@@ -100,12 +100,28 @@ def memory_findings(wl, wrows, S) -> list:
                     text=S(key, workload=wl_name(S, wl) + dev_suffix(S, dev, devices), run=lo.label,
                               mb=fmt.mb(lo.result.peak_rss_mb), run2=hi.label, mb2=fmt.mb(hi.result.peak_rss_mb),
                               pct=f"{MEMORY_TIE * 100:.0f}%")))
-    okd = [w for w in wrows if w.ok and fmt.num(w.result.peak_device_mb) is not None]
-    if okd:
-        lo = min(okd, key=lambda w: fmt.num(w.result.peak_device_mb))
-        out.append(Finding(kind="memory", anchor=f"wl-{wl}",
-                    text=S("finding_device_memory", workload=wl_name(S, wl), run=lo.label, mb=fmt.mb(lo.result.peak_device_mb))))
+    out += _device_memory_finding(wl, wrows, S)
     return out
+
+
+def _device_memory_finding(wl, wrows, S) -> list:
+    """Like with like (#48): the allocators' peaks count different things (torch's
+    since its reset before training, JAX's since the process started), so the
+    runs are ranked by the driver's per-process figure (NVML, sampled in training),
+    where every GPU run has one; else each run's allocator peak is listed, unranked."""
+    gpu = [w for w in wrows if w.ok and w.device == "gpu"]
+    drv = [w for w in gpu if fmt.num(w.result.peak_device_driver_mb) is not None]
+    if len(drv) > 1 and len(drv) == len(gpu):
+        lo = min(drv, key=lambda w: fmt.num(w.result.peak_device_driver_mb))
+        hi = max(drv, key=lambda w: fmt.num(w.result.peak_device_driver_mb))
+        return [Finding(kind="memory", anchor=f"wl-{wl}", text=S(
+            "finding_device_memory_driver", workload=wl_name(S, wl), run=lo.label, mb=fmt.mb(lo.result.peak_device_driver_mb),
+            run2=hi.label, mb2=fmt.mb(hi.result.peak_device_driver_mb)))]
+    alloc = [w for w in gpu if fmt.num(w.result.peak_device_mb) is not None]
+    if not alloc:
+        return []
+    items = S.join(f"{w.label} {fmt.mb(w.result.peak_device_mb)} MB" for w in alloc)
+    return [Finding(kind="memory", anchor=f"wl-{wl}", text=S("finding_device_memory_alloc", workload=wl_name(S, wl), items=items))]
 
 
 def quality_finding(wl, wrows, S, an=None):
@@ -138,7 +154,7 @@ def quality_finding(wl, wrows, S, an=None):
         return workload.quality_finding(S, fmt, name, best, worst, show) + " " + S("finding_quality_one_seed")
     diff, noise = QUALITY_DIFF.get(workload.quality.key, fmt.sig), stats.seed_noise(spread.sd)
     kw = dict(sd=diff(spread.sd), noise=diff(noise), seeds=spread.seeds, k=spread.frameworks,
-              epochs=spread.epochs, measured=spread.measured)
+              epochs=spread.epochs, measured=spread.measured, where=measured_where(ok, S))
     if abs(best[1] - worst[1]) <= noise:  # a gap one seed's draw can make: no best and no lowest
         return S("finding_quality_within_spread", workload=name, metric=S(workload.quality.label),
                  lo=show(worst[1]), hi=show(best[1]), n=len(vals), **kw)

@@ -16,7 +16,7 @@ from .cells import cell, drop_na_columns, header
 from .check import check_summary
 from .defects import mark_substitute
 from .labels import SCOPE_PARTS
-from .called import QUALITY_DIFF, QUALITY_FORMAT, quality_called  # noqa: F401 (read from here too)
+from .called import QUALITY_DIFF, QUALITY_FORMAT, measured_where, quality_called  # noqa: F401 (read from here too)
 from .model import at_faster_mode, best_of, fastest_by_group, speed_ratio
 from .analysis import analyse
 from .peak import gflops_cell
@@ -172,7 +172,8 @@ def ratio_cell(w, best, S, iv, ranked=True):
     verdict = S("verdict_" + iv["verdict"])
     return cell(f"{fmt.ratio(ratio)} ({fmt.interval(iv['lo'], iv['hi'])}) {verdict}", ratio,
                 "" if iv["verdict"] == "slower" else "same", S("tip_interval", runs=iv["runs"][1], windows=iv["windows"][1])
-                + (" " + S("tip_interval_widened", pct=f"{speed.BETWEEN_RUN_SD * 100:.1f}") if iv["widened"] else ""))
+                + (" " + S("tip_interval_widened", pct=f"{speed.BETWEEN_RUN_SD * 100:.1f}", where=measured_where([w, best], S))
+                   if iv["widened"] else ""))
 
 
 def _sps_cell(w):
