@@ -227,8 +227,10 @@ class _EpochTimer:
             self.rec._start_training()
         self.eval_s = 0.0  # evaluation inside this epoch's clock, taken off its seconds
         self.eval_mj = 0.0  # and its energy, off the epoch's
+        if self.rec.sync and self.rec.result.get("energy", {}).get("available"):
+            self.rec.sync()  # queued work (the check's) ends before the counter's first reading
+        self.e0 = self.rec._nvml.energy_mj()  # outside the epoch's clock: an NVML call is not training
         self.watch = measure.Stopwatch(self.rec.sync).start()
-        self.e0 = self.rec._nvml.energy_mj()  # after the sync: the edge of the epoch's work
         return self.ep
 
     def __exit__(self, exc_type, exc, tb):
