@@ -42,6 +42,20 @@ def test_repeats_that_agree_stop_early_and_ones_that_do_not_run_to_the_limit():
     assert "repeat spread" in idle.busy_reason(growing)
 
 
+def test_slow_first_repeats_whose_best_two_agree_are_warm_up_not_other_work():
+    """As an idle 2-core EPYC timed numpy's 2-thread product (other processes 1%
+    of the CPU): two slow repeats, then two that agree. The best is reproducible,
+    so the figure is idle; repeats that never agree still mark it busy."""
+    warm = {"times": [0.1801098, 0.1763228, 0.1076175, 0.1086852], "load": [0.51, 1.87, 2.5], "other_share": 0.0146}
+    warm["spread"] = idle.spread(warm["times"])
+    assert warm["spread"] > idle.NOISY_SPREAD and idle.converged(warm) and idle.busy_reason(warm) is None
+    never = dict(warm, times=[0.18, 0.11, 0.15, 0.125, 0.17, 0.2, 0.14, 0.16, 0.19, 0.135])
+    never["spread"] = idle.spread(never["times"])
+    assert not idle.converged(never) and "repeat spread" in idle.busy_reason(never)
+    # other work is other work, however well the repeats agree
+    assert "other processes 48%" in idle.busy_reason(dict(warm, other_share=0.48))
+
+
 def _stops_at_first_agreement(f):
     """The loop's rule, checked on the repeats a figure recorded: it ran on
     exactly until its best two first agreed (or to the limit)."""
