@@ -24,7 +24,7 @@ Printed, each with the 1-minute load average (os.getloadavg) beside it:
   (target <= 1.02);
 - the fixed per-run cost beyond the framework import: wall time minus the
   epochs' training time minus the import, for B and for A; the harness's own
-  part is B's minus A's (target <= 1.0 s; 2.7 s before papermill ran in a
+  part is B's minus A's (target <= 0.25 s, issue #50; 2.7 s before papermill ran in a
   forked child with immediate kernel shutdown);
 - where B's time outside the cells goes (papermill's own timestamps);
 - the recorder's own cost: time inside the timed region of an empty epoch,
@@ -56,6 +56,9 @@ from frameval import data, envs, execute, notebook as nbfile  # noqa: E402
 from frameval.files import read_json  # noqa: E402
 from frameval.result import load as load_result  # noqa: E402
 from frameval.plan import build_plan  # noqa: E402
+
+# The harness's own fixed cost per run (B - A) may be at most this (issue #50).
+HARNESS_TARGET_S = 0.25
 
 
 def load() -> float:
@@ -328,7 +331,7 @@ def main(argv=None) -> int:
           f"A {statistics.median(cost_a):.2f} s, B {statistics.median(cost_b):.2f} s   ({where})")
     print(f"harness's own fixed cost per run (B - A), median: {harness:.2f} s   (per pair: "
           f"{', '.join(f'{x:.2f}' for x in extra)}; fastest B - fastest A: {min(cost_b) - min(cost_a):.2f} s)   "
-          f"target <= 1.0 s: {'met' if harness <= 1.0 else 'MISSED'}   ({where})")
+          f"target <= {HARNESS_TARGET_S} s: {'met' if harness <= HARNESS_TARGET_S else 'MISSED'}   ({where})")
     tl = [B["timeline"] for _, B in pairs if B.get("timeline")]
     if tl:
         print("B's time outside the notebook's cells, median: " + ", ".join(
