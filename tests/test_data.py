@@ -303,12 +303,15 @@ def test_unreachable_index_says_the_three_ways(tmp_path, monkeypatch):
 
 
 @fast
-def test_lstm_windows_have_no_stride_0_axis():
+def test_the_data_arrays_have_no_stride_0_axis():
     """Every window array has the strides of a fresh C array: torch.compile guards
     on strides, and a feature axis added with [:, :, None] (stride 0) made the
     compiled prediction recompile at the first evaluation point (12 s on 2 cores)."""
     from frameval.workloads.lstm.data import load_co2
     w = load_co2(20)
-    for a in (w.x_train, w.x_val):
-        assert a.shape[1:] == (20, 1) and 0 not in a.strides
-        assert a.strides == np.empty(a.shape, a.dtype).strides
+    for a in (w.x_train, w.x_val, w.y_train, w.y_val):
+        assert a.shape[1:] in ((20, 1), (1,)) and a.strides == np.empty(a.shape, a.dtype).strides
+    from frameval.nb import load_mnist
+    m = load_mnist("embedded")
+    for a in (m.x_train, m.x_test):  # LeNet's evaluation recompiled on x_test's stride-0 channel axis
+        assert a.shape[1:] == (1, 28, 28) and a.strides == np.empty(a.shape, a.dtype).strides

@@ -51,7 +51,7 @@ def load_co2(window: int = 20, train_fraction: float = 0.75, max_train_samples: 
     # strides, so the compiled prediction recompiled for the validation windows
     # (about 12 s of the first evaluation point on 2 cores)
     x = z[idx].astype(np.float32).reshape(n, window, 1)
-    y = z[window:].astype(np.float32)[:, None]
+    y = z[window:].astype(np.float32).reshape(n, 1)
     xtr, ytr = x[:n_train], y[:n_train]
     if max_train_samples and max_train_samples > 0:
         xtr, ytr = xtr[:max_train_samples], ytr[:max_train_samples]
