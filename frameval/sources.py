@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import functools
 import hashlib
+import os
 from pathlib import Path
 
 from . import workloads
@@ -147,7 +148,32 @@ def notebook_side(framework: str, root: Path = REPO, workload: str | None = None
 
 
 def digest(framework: str, root: Path = REPO, workload: str | None = None) -> str:
-    """The hash of those files, each by its path in the clone and its content."""
+    """The hash of those files, each by its path in the clone and its content.
+    Worked out once per framework, workload and state of the clone's frameval/
+    folder (every file's path, size and modification time): every run's cache
+    key asks, and the same closure again for each repeat and sweep value took
+    0.1 s a run (a 2,016-run dry run spent 3 minutes of its 3.5 here)."""
+    return _digest(framework, str(root), workload, _tree_stamp(Path(root) / "frameval"))
+
+
+def _tree_stamp(folder: Path) -> tuple:
+    """Every file under `folder` (no __pycache__) with its size and modification
+    time: 1.5 ms for frameval/'s 210 files, where the closure takes 100."""
+    out = []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+        for name in sorted(filenames):
+            try:
+                st = os.stat(os.path.join(dirpath, name))
+            except OSError:  # removed meanwhile: the next call sees the folder without it
+                continue
+            out.append((dirpath, name, st.st_mtime_ns, st.st_size))
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=64)
+def _digest(framework: str, root_text: str, workload: str | None, stamp: tuple) -> str:
+    root = Path(root_text)
     h = hashlib.sha256()
     for p in notebook_side(framework, root, workload):
         h.update(p.relative_to(root).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")

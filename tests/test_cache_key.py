@@ -2,6 +2,7 @@
 under another instruction-set cap, on another CPU, or with another version of
 any frameval module the notebook's kernel imports is not reused, and the
 reason names what changed."""
+import os
 import json
 import shutil
 
@@ -107,3 +108,21 @@ def test_precision_is_a_parameter_of_every_workload_and_changes_the_key(tmp_path
     assert highest.params["precision"] == "highest" and default.params.get("precision", "default") == "default"
     a, b = execute.key_parts(default, "freeze"), execute.key_parts(highest, "freeze")
     assert [k for k in a if a[k] != b[k]] == ["params"]
+
+
+def test_the_notebook_side_digest_is_worked_out_once_per_state_of_the_folder(tmp_path):
+    """A 2,016-run dry run asked for the same closure 2,016 times (0.1 s each).
+    Asked again with nothing changed, the digest is the remembered one; an edit
+    that keeps the file's size (a changed digit) still changes it."""
+    clone = tmp_path / "clone"
+    shutil.copytree(sources.REPO / "frameval", clone / "frameval", ignore=shutil.ignore_patterns("__pycache__"))
+    first = sources.digest("torch", clone, workload="lenet")
+    hits = sources._digest.cache_info().hits
+    assert sources.digest("torch", clone, workload="lenet") == first and sources._digest.cache_info().hits == hits + 1
+    ref = clone / "frameval" / "workloads" / "lenet" / "reference.py"
+    text = ref.read_text(encoding="utf-8")
+    i = next(i for i, c in enumerate(text) if c.isdigit())
+    ref.write_text(text[:i] + str((int(text[i]) + 1) % 10) + text[i + 1:], encoding="utf-8")
+    st = ref.stat()
+    os.utime(ref, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))  # a coarse clock: the write may keep its mtime
+    assert ref.stat().st_size == len(text.encode()) and sources.digest("torch", clone, workload="lenet") != first
