@@ -40,6 +40,7 @@ FILES = {
     "test_defects.py": (2, 160),
     "test_envs.py": (0, 950),  # the 42-run `matrix` fixture (about 600 s idle alone, 815 s beside the other worker) is charged to its first user
     "test_faults.py": (11, 440),
+    "test_gemm.py": (0, 60),  # each framework's own GEMM script on 1 and 2 threads, in its environment: 46 s alone
     "test_gpt.py": (2, 240),  # the GPT, tiny: torch graph and eager, the six others graph: 217 s in the suite (2026-11-27 afternoon, idle, load 1.8-2.9)
     "test_high_api.py": (1, 60),
     "test_lab.py": (4, 70),
