@@ -50,8 +50,7 @@ def _one(env, framework: str, threads_all: int) -> dict:
         if label == "all" and n == 1:
             entry["gflops_all"] = entry.get("gflops_1")
             continue
-        got = envscripts.run(env, MODULE, [framework, n], {v: n for v in cpu.THREAD_VARS},
-                             also=ALSO + frameworks.part_modules(framework, ("gemm", "support")))
+        got = gemm_figure(env, framework, n)
         entry["seconds"] = round(entry["seconds"] + (got.get("seconds") or 0), 2)
         if "error" in got:
             entry["error"] = got["error"]
@@ -68,6 +67,15 @@ def _one(env, framework: str, threads_all: int) -> dict:
     # the best over thread counts, and only where every count was idle: a busy one might have been the best
     entry["gflops_best"], entry["threads_best"] = max(idle_figs) if idle_figs and not busy else (None, None)
     return entry
+
+
+def gemm_figure(env, framework: str, threads: int, size: int | None = None, use_cache: bool = True) -> dict:
+    """One figure of the framework's own GEMM script in its environment on
+    `threads` (envscripts.run's dict: "gflops", "repeats", ..., or "error"),
+    at the script's own size unless `size` is given; cached unless `use_cache` is False."""
+    return envscripts.run(env, MODULE, [framework, threads, *([size] if size else [])],
+                          {v: threads for v in cpu.THREAD_VARS}, use_cache=use_cache,
+                          also=ALSO + frameworks.part_modules(framework, ("gemm", "support")))
 
 
 def _gf(v) -> str:

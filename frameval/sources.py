@@ -152,7 +152,7 @@ def digest(framework: str, root: Path = REPO, workload: str | None = None) -> st
     Worked out once per framework, workload and state of the clone's frameval/
     folder (every file's path, size and modification time): every run's cache
     key asks, and the same closure again for each repeat and sweep value took
-    0.1 s a run (a 2,016-run dry run spent 3 minutes of its 3.5 here)."""
+    0.1 s a run (a 2,016-run dry run took 92 s; 11 s with this)."""
     return _digest(framework, str(root), workload, _tree_stamp(Path(root) / "frameval"))
 
 
