@@ -74,5 +74,21 @@ def count_code_lines(nb, tags_=("model", "train")) -> int:
     return n
 
 
+def imported_modules(nb) -> list:
+    """The modules a notebook's code cells import by name (`import a.b`, `from a.b import c`), in order, once each;
+    cells that are not Python (magics) are skipped."""
+    out = []
+    for cell in code_cells(nb):
+        try:
+            tree = ast.parse(source(cell))
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else []
+            out += [n for n in names if n not in out]
+    return out
+
+
 def has_outputs(nb) -> bool:
     return any(c.get("outputs") or c.get("execution_count") for c in code_cells(nb))

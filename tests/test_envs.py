@@ -1,5 +1,6 @@
 """Environment specs, cache keys, the per-user folders and kernel registration."""
 import json
+from pathlib import Path
 
 import pytest
 
@@ -215,3 +216,55 @@ def test_spec_pins():
     assert envs.spec_pin(parse_spec(REPO / "envs/paddle.yml")).startswith("paddlepaddle==")
     assert envs.spec_pin(parse_spec(REPO / "envs/mxnet-gpu.yml")).startswith("mxnet-cu112==")
     assert envs.spec_pin(parse_spec(REPO / "envs/tensorflow-gpu.yml")).startswith("tensorflow[and-cuda]==")
+
+
+@pytest.mark.fast
+def test_scripts_in_built_envs_write_bytecode(tmp_path, monkeypatch):
+    """The GEMM and behaviour scripts write .pyc in frameval's own environments
+    even under a shell's PYTHONDONTWRITEBYTECODE=1 (the first report's 14 GEMM
+    processes compiled their framework from source each); a user's is left alone."""
+    from frameval import envscripts
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    spec = parse_spec(REPO / "envs/torch.yml")
+    built = envs.Env(spec, tmp_path / "e", "venv")
+    assert envscripts.child_environ(built, {"OMP_NUM_THREADS": "1"})["PYTHONDONTWRITEBYTECODE"] == ""
+    user = envs.Env(spec, tmp_path / "u", "user", python_path=tmp_path / "u/bin/python")
+    assert envscripts.child_environ(user, {})["PYTHONDONTWRITEBYTECODE"] == "1"
+
+
+@pytest.mark.fast
+def test_warm_imports_cover_what_a_kernel_imports():
+    """A framework environment is built with its kernel's imports compiled: the
+    kernel, frameval.nb, the framework's parts and every module its notebooks
+    import (read from the notebooks, so a new import is covered), and what it
+    loads at its first compile; a GPU spec gets its framework's; the runner's own list."""
+    from frameval import frameworks, notebook
+    from frameval.envs.backends import warm_modules
+    for fw in FRAMEWORKS:
+        mods = warm_modules(parse_spec(REPO / "envs" / f"{fw}.yml"))
+        assert {"ipykernel.kernelapp", "frameval.nb", f"frameval.frameworks.{fw}.support"} <= set(mods), fw
+        for nb_path in (REPO / "notebooks" / fw).glob("*.ipynb"):
+            imported = notebook.imported_modules(notebook.read(nb_path))
+            assert fw in " ".join(imported) and set(imported) <= set(mods), (fw, nb_path.name)
+        assert set(frameworks.get(fw).warm_imports) <= set(mods)
+        gpu = REPO / "envs" / f"{fw}-gpu.yml"
+        if gpu.exists():
+            assert warm_modules(parse_spec(gpu)) == mods
+    assert "torch._inductor.compile_fx" in warm_modules(parse_spec(REPO / "envs/torch.yml"))
+    assert "papermill" in warm_modules(parse_spec(REPO / "environment.yml"))
+
+
+def test_warm_imports_write_bytecode_under_a_shell_that_forbids_it(tmp_path, monkeypatch):
+    """For real: the build's warm imports run a Python that writes the .pyc files
+    even where the shell sets PYTHONDONTWRITEBYTECODE=1."""
+    import importlib.util
+    import sys
+    from frameval.envs.backends import warm_imports
+    mod = "frameval.nb.refcache"
+    pyc = Path(importlib.util.cache_from_source(str(REPO / "frameval/nb/refcache.py")))
+    pyc.unlink(missing_ok=True)
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    with open(tmp_path / "log", "w") as log:
+        warm_imports(Path(sys.executable), [mod], log)
+    assert pyc.is_file(), (tmp_path / "log").read_text()
+    assert f"warm import {mod}:" in (tmp_path / "log").read_text()

@@ -15,7 +15,8 @@ import subprocess
 from dataclasses import replace
 from pathlib import Path
 
-from ..paths import REPO
+from .. import frameworks, notebook
+from ..paths import NOTEBOOKS, REPO
 from . import lockfile
 from .installers import (EnvBuildError, installer_name, pip_install, run_logged, uv_cannot_be_installed,
                          uv_executable, uv_found, uv_install)
@@ -59,20 +60,36 @@ def _pip_install_spec(python: Path, spec: EnvSpec, log, locked: bool = True) -> 
 
 # ------------------------------------------------------------ the venv backend
 # uv writes no .pyc files (pip compiles all of site-packages, minutes for these
-# environments on 2 cores). Kernels of the environments frameval builds write
-# them at first import (kernel.json sets PYTHONDONTWRITEBYTECODE empty), so only
-# what is imported is compiled, once. The runner's own process is compiled here,
-# at build time: it starts on every invocation, under the user's environment.
+# environments on 2 cores). Kernels and scripts of the environments frameval
+# builds write them at first import (Env.bytecode_vars), so only what is imported
+# is compiled, once. What a process will import is compiled here, at build time,
+# while the other environments are still installing: the runner's own modules
+# (it starts on every invocation, under the user's environment), and in a
+# framework's environment its kernel, frameval.nb, its parts, what its notebooks
+# import and what it loads at its first compile (its record's warm_imports).
+# Left to the first run, that compiling took 3 to 10 s of each framework's first
+# run and of both its GEMM processes, one after another.
 # FRAMEVAL_COMPILE_BYTECODE=1 compiles everything at build time, as pip does.
 WARM_IMPORTS = {
     "runner": ("frameval.pipeline", "papermill", "nbclient", "nbformat", "jupyter_client.manager",
                "jupyter_client.provisioning", "pytest"),
 }
+KERNEL_WARM = ("ipykernel.kernelapp", "ipykernel.ipkernel", "frameval.nb", "frameval.nb.check", "frameval.nb.reference",
+               "frameval.nb.evaluation")
 
 
 def warm_modules(spec: EnvSpec) -> tuple:
     short = spec.name[len("frameval-"):] if spec.name.startswith("frameval-") else spec.name
-    return tuple(WARM_IMPORTS.get(short, ()))
+    if short in WARM_IMPORTS:
+        return tuple(WARM_IMPORTS[short])
+    rec = frameworks.find(short[:-len("-gpu")] if short.endswith("-gpu") else short)
+    if rec is None:
+        return ()
+    parts = [frameworks.module_name(rec.key, p) for p in (*frameworks.KERNEL_PARTS, "gemm")
+             if frameworks.has_part(rec.key, p)]
+    from_notebooks = [m for path in sorted((REPO / NOTEBOOKS / rec.key).glob("*.ipynb"))
+                      for m in notebook.imported_modules(notebook.read(path))]
+    return tuple(dict.fromkeys((*KERNEL_WARM, *parts, *from_notebooks, *rec.warm_imports)))
 
 
 WARM = r"""
@@ -96,8 +113,9 @@ def warm_imports(python: Path, modules, log) -> None:
     log.write(f"$ {python} -c <import {' '.join(modules)}>  (writes .pyc files)\n")
     log.flush()
     try:
+        # in the environment's folder: a framework may write files where it is imported (MindSpore's rank_0/)
         subprocess.run([str(python), "-c", WARM, *modules], stdout=log, stderr=subprocess.STDOUT, env=env,
-                       stdin=subprocess.DEVNULL, timeout=900)
+                       stdin=subprocess.DEVNULL, timeout=900, cwd=str(python.parent.parent))
     except (OSError, subprocess.TimeoutExpired) as e:
         log.write(f"warm imports stopped: {e}\n")
 

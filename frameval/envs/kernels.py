@@ -59,7 +59,7 @@ def register_kernel(env: Env, name: str, display: str, extra_env: dict | None = 
         "argv": [str(env.python), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
         "display_name": display,
         "language": "python",
-        "env": {**kernel_env(), **({} if env.provided_by_user else {"PYTHONDONTWRITEBYTECODE": ""}),
+        "env": {**kernel_env(), **env.bytecode_vars,
                 **(extra_env or {})},
         "metadata": {"frameval": {"env": str(env.prefix), "spec": env.spec.name, "key": env.spec.key,
                                   "provided_by_user": env.provided_by_user}},

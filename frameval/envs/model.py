@@ -39,6 +39,15 @@ class Env:
         return self.backend == "user"
 
     @property
+    def bytecode_vars(self) -> dict:
+        """What a process in this environment adds to its variables so that it writes
+        .pyc files (kernels, the GEMM and behaviour scripts) even where the user's shell
+        sets PYTHONDONTWRITEBYTECODE: uv installs none, and without them every process
+        compiles what it imports again (the first report's framework imports: about
+        10 s each). A user's own environment is left as it is."""
+        return {} if self.provided_by_user else {"PYTHONDONTWRITEBYTECODE": ""}
+
+    @property
     def python(self) -> Path:
         if self.python_path is not None:
             return self.python_path

@@ -54,6 +54,14 @@ def cache_path(env, module: str, args: list, env_vars: dict | None = None, also=
     return cache_dir() / f"{module.rsplit('.', 1)[-1]}-{'-'.join(args)}-{key}.json"
 
 
+def child_environ(env, env_vars: dict) -> dict:
+    """A script's variables: this process's, .pyc writing on in frameval's own
+    environments (Env.bytecode_vars), the caller's, and this clone on PYTHONPATH."""
+    child = dict(os.environ, **env.bytecode_vars, **env_vars)
+    child["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH", "")]))
+    return child
+
+
 def run(env, module: str, args: list, env_vars: dict | None = None, timeout: float = 300,
         use_cache: bool = True, also=()) -> dict:
     """`python -m module *args` in `env` (an envs.Env) with `env_vars` added to
@@ -68,8 +76,7 @@ def run(env, module: str, args: list, env_vars: dict | None = None, timeout: flo
         cached = files.read_json(path, None)
         if isinstance(cached, dict):
             return dict(cached, cached=True)
-    child = dict(os.environ, **env_vars)
-    child["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH", "")]))
+    child = child_environ(env, env_vars)
     work = cache_dir() / "work"  # what a framework writes in its working folder (MindSpore's dumps) stays here
     work.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()

@@ -31,6 +31,10 @@ class Framework:
     # {defect id: regex}: a notebook or support module matching the regex applies that
     # workaround and must declare it with rec.workaround (tests/test_defects.py).
     workarounds: dict = field(default_factory=dict)
+    # Modules it loads only at its first compile or step (beyond what its notebooks and
+    # parts import): imported once when its environment is built, so that their .pyc
+    # files exist before the first run (frameval/envs/backends.py: warm_modules).
+    warm_imports: tuple = ()
 
     @property
     def import_name(self) -> str:
