@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
+
+from . import phases
 
 from .bundle import runner_venv
 from .envs import (Env, EnvBuildError, SpecError, choose_backend, ensure_env, ensure_frameworks, env_for, parse_spec,
@@ -47,6 +50,7 @@ def ensure_runner(argv, backend: str = "auto", script: Path | str | None = None,
         sys.exit(2)
     say = lambda m: print(f"frameval: {m}", flush=True)  # noqa: E731
     b = choose_backend(backend)
+    started = time.time()
     try:
         env = _build_runner(spec, b, backend, say, prebuild)
     except EnvBuildError as e:
@@ -56,6 +60,8 @@ def ensure_runner(argv, backend: str = "auto", script: Path | str | None = None,
         sys.exit(1)
     sys.stdout.flush()
     sys.stderr.flush()
+    # The command's clock starts here, not after the exec: the environments built above are its first phase
+    os.environ[phases.BOOTSTRAP_VAR] = phases.bootstrap_mark(started)
     os.execv(str(env.python), [str(env.python), str(script or REPO / "run_all.py"), *argv])
 
 

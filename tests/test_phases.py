@@ -40,3 +40,26 @@ def test_the_command_clock_writes_its_phases_and_names_the_largest(tmp_path):
     assert phases.read(tmp_path)["phases"] == clock.phases
     line = clock.last_line([_result()])
     assert "the largest part: runs, 7 min 15 s (of which model and check: 29.0 s over 1 run(s))" in line
+
+
+def test_the_bootstrap_builds_count_in_the_command_that_it_execs(tmp_path):
+    """The environments the bootstrap builds before it execs the runner are the
+    command's first phase (the first report's builds took 58 s that no phase
+    showed): the exec'd process (same pid) reads the mark; a child it starts does not."""
+    import os
+    import subprocess
+    import sys
+    from conftest import REPO
+    after_exec = ("from frameval import phases; import subprocess, sys; "
+                  "child = subprocess.run([sys.executable, '-c', 'from frameval import phases; "
+                  "print(phases.CommandClock().phases)'], capture_output=True, text=True).stdout.strip(); "
+                  "c = phases.CommandClock(); print(round(c.phases.get('environments', 0.0)), round(c.total())); "
+                  "print(child); print(phases.CommandClock().phases)")
+    script = ("import os, sys, time; from frameval import phases; "
+              "os.environ[phases.BOOTSTRAP_VAR] = phases.bootstrap_mark(time.time() - 5.0); "
+              f"os.execv(sys.executable, [sys.executable, '-c', {after_exec!r}])")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=str(REPO),
+                         env=dict(os.environ, PYTHONPATH=str(REPO))).stdout.split("\n")
+    assert out[0] == "5 5" and out[1] == "{}" and out[2] == "{}", out  # the exec'd one; its child; a second clock
+    assert phases.bootstrap_seconds({phases.BOOTSTRAP_VAR: "garbage"}) == 0.0
+    assert phases.bootstrap_seconds({phases.BOOTSTRAP_VAR: f"{os.getpid()}:1e12"}) == 0.0  # in the future
