@@ -114,3 +114,22 @@ def test_compare_reads_each_run_as_the_ranking_does(tmp_path, monkeypatch):
     from frameval.result import Result
     r = _timed_run(tmp_path, 3, monkeypatch=monkeypatch)
     assert samples_per_s(Result.from_dict(r)) == speed.run_rate(r["timing"]["windows"]) == r["samples_per_s"]
+
+
+def test_the_fastest_side_drawn_once_gives_the_same_intervals():
+    """ratio_interval remembers the fastest side's replicates (a report sets every
+    run against it): each interval is the one drawn afresh, to the last digit."""
+    import math
+    import random
+    rng = random.Random(1)
+    best = [[rng.uniform(90, 110) for _ in range(16)], [rng.uniform(95, 105) for _ in range(16)]]
+    others = [[[rng.uniform(40, 60) for _ in range(16)]] for _ in range(4)]
+    speed._BEST_SIDE.clear()
+    remembered = [speed.ratio_interval(best, o) for o in others]
+    assert len(speed._BEST_SIDE) == 1
+    for o, got in zip(others, remembered):
+        r = random.Random(0)
+        a, _ = speed._side_draws(speed._clean(best), r, speed.DRAWS, speed.BETWEEN_RUN_SD)
+        b, _ = speed._side_draws(speed._clean(o), r, speed.DRAWS, speed.BETWEEN_RUN_SD)
+        lo, hi = speed._percentiles([x - y for x, y in zip(a, b)])
+        assert (got["lo"], got["hi"]) == (math.exp(lo), math.exp(hi))
