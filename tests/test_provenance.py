@@ -95,3 +95,26 @@ def test_the_reproduce_section_shows_the_record(tmp_path, lang):
     assert cpu.model() in view["machine"]
     assert view["reproduce"] == f"python3 run_all.py reproduce {tmp_path}"  # the command that exists now
     assert provenance_view([str(tmp_path / "none")], Strings(lang)) is None
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_metadata_says_a_dirty_clone_beside_its_commit(tmp_path, lang):
+    """The metadata's commit is not the code that ran where the clone differed
+    from it (the H100 run of a working tree said "commit fbb9d6a" alone): it says
+    so there, and "Reproduce" names the files; a clean clone's row says nothing more."""
+    from datetime import datetime, timezone
+    from frameval.report.context import metadata
+    from frameval.report.i18n import Strings
+    S = Strings(lang)
+    cfg = RunConfig(frameworks="torch", workloads="lenet", dry_run=True, argv=["--frameworks", "torch"])
+    provenance.write(tmp_path, cfg, {"torch": fake_env(tmp_path, "torch")}, data_cache(tmp_path))
+    rec = provenance.read(tmp_path)
+    request = {"sources": [str(tmp_path)], "title": "t", "author": "", "repo": REPO}
+
+    def row(dirty):
+        rec["frameval"]["dirty"] = dirty
+        files.atomic_write_json(tmp_path / files.PROVENANCE, rec)
+        meta = metadata(request, [], [{"git_commit": "abc1234"}], {}, [], False, S, datetime.now(timezone.utc))
+        return dict(meta)[S("meta_frameval")]
+    assert row(True).endswith(f"abc1234, {S('meta_dirty')})")
+    assert row(False).endswith("abc1234)") and S("meta_dirty") not in row(False)

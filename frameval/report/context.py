@@ -171,7 +171,8 @@ def metadata(request, rows, plans, env, frameworks, multi_host, S, now) -> list:
     n_check = len([w for w in rows if w.check_failed])
     meta = [(S("meta_title"), request["title"]), (S("meta_author"), request["author"] or fmt.NA),
             (S("meta_date"), now.strftime("%Y-%m-%d %H:%M %Z").strip()),
-            (S("meta_frameval"), f"{plan.get('frameval_version') or FRAMEVAL_VERSION}" + (f" ({S('commit')} {commit})" if commit else "")),
+            (S("meta_frameval"), f"{plan.get('frameval_version') or FRAMEVAL_VERSION}"
+             + (f" ({S('commit')} {commit}" + (f", {S('meta_dirty')}" if _dirty(request) else "") + ")" if commit else "")),
             (S("meta_frameworks"), S.join(versions) or fmt.NA), (S("meta_device"), "; ".join(devices) or fmt.NA),
             (S("meta_runs"), S("meta_runs_value", n=len(rows), ok=len(rows) - n_failed - n_check, failed=n_failed)
              + (" " + S("meta_runs_check", n=n_check) if n_check else ""))]
@@ -182,6 +183,14 @@ def metadata(request, rows, plans, env, frameworks, multi_host, S, now) -> list:
         meta.append((S("meta_overrides"), fmt.value(plan["overrides"])))
     meta.append((S("meta_sources"), ", ".join(Path(s).name or s for s in request["sources"]) or fmt.NA))
     return meta
+
+
+def _dirty(request) -> bool:
+    """Whether the first source's provenance says its clone differed from the commit
+    (the metadata says so beside the commit; "Reproduce" names the files)."""
+    from ..provenance import read
+    p = next((p for src in request.get("sources") or [] if (p := read(src))), None)
+    return bool(as_dict(as_dict(p).get("frameval")).get("dirty")) if p else False
 
 
 def profile_text(plan, S) -> str:
