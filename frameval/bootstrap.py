@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 from . import phases
-
 from .bundle import runner_venv
 from .envs import (Env, EnvBuildError, SpecError, choose_backend, ensure_env, ensure_frameworks, env_for, parse_spec,
                    register_kernel)
