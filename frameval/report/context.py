@@ -188,9 +188,14 @@ def metadata(request, rows, plans, env, frameworks, multi_host, S, now) -> list:
 def _dirty(request) -> bool:
     """Whether the first source's provenance says its clone differed from the commit
     (the metadata says so beside the commit; "Reproduce" names the files)."""
+    found = first_provenance(request.get("sources") or [])
+    return bool(as_dict(found[1].get("frameval")).get("dirty")) if found else False
+
+
+def first_provenance(sources):
+    """(folder, provenance.json) of the first source that has one, or None."""
     from ..provenance import read
-    p = next((p for src in request.get("sources") or [] if (p := read(src))), None)
-    return bool(as_dict(as_dict(p).get("frameval")).get("dirty")) if p else False
+    return next(((Path(src), p) for src in sources if (p := read(src))), None)
 
 
 def profile_text(plan, S) -> str:
@@ -253,8 +258,8 @@ def _short(h) -> str:
 
 def provenance_view(sources, S) -> dict | None:
     """The first source's provenance.json as the "Reproduce" section shows it (None where none has one)."""
-    from ..provenance import framework_version, read
-    found = next(((Path(src), p) for src in sources if (p := read(src))), None)
+    from ..provenance import framework_version
+    found = first_provenance(sources)
     if not found:
         return None
     folder, p = found
