@@ -27,30 +27,37 @@ def measure(env_by_fw: dict, threads_all: int, say=print) -> dict:
     "figures", "op", "version", "isa_caps", "cached", "error"}} for every
     environment in `env_by_fw` (the CPU's) that built. The ceiling is the best
     over the thread counts (a BLAS can be slower on 2 threads than on 1); a
-    figure measured busy names why in "busy" and is never the ceiling."""
-    out = {}
-    for key, env in sorted(env_by_fw.items()):
-        if not hasattr(env, "python"):  # did not build: its runs are recorded failed
-            continue
-        out[key] = _one(env, key.split("==")[0], threads_all)
+    figure measured busy names why in "busy" and is never the ceiling.
+
+    The children start a batch at a time (one per core, at least two: a
+    framework's two thread counts together) and time one after the other:
+    their start-ups, 1.2-4.4 s each on 2 cores and most of the probe's time,
+    share the cores, while every product is timed alone (envscripts.run_staged)."""
+    built = [(key, env) for key, env in sorted(env_by_fw.items())
+             if hasattr(env, "python")]  # one that did not build: its runs are recorded failed
+    counts = [1] if threads_all == 1 else [1, threads_all]
+    calls = [_call(env, key.split("==")[0], n) for key, env in built for n in counts]
+    got = iter(envscripts.run_staged(calls, batch=max(2, threads_all)))
+    out = {key: _one(key.split("==")[0], {n: next(got) for n in counts}, threads_all) for key, _ in built}
     if out:
         fresh = [k for k, e in out.items() if not e.get("cached")]
         busy = [k for k, e in out.items() if e.get("busy")]  # why, figure by figure: in the record
         say(f"frameval: each framework's own float32 GEMM: " + ", ".join(
             f"{k} {_gf(e.get('gflops_1'))}/{_gf(e.get('gflops_all'))}" for k, e in out.items())
             + f" GFLOP/s on 1/{threads_all} threads ({'measured: ' + ', '.join(fresh) if fresh else 'all cached'}"
-            + f", {sum(e.get('seconds') or 0 for e in out.values()):.1f} s)"
+            + f", {sum(e.get('seconds') or 0 for e in out.values()):.1f} s timing)"
             + (f"; not idle, so no ceiling: {', '.join(busy)}" if busy else ""))
     return out
 
 
-def _one(env, framework: str, threads_all: int) -> dict:
+def _one(framework: str, by_count: dict, threads_all: int) -> dict:
+    """One framework's entry from its figures by thread count ({1: dict, threads_all: dict})."""
     entry: dict = {"framework": framework, "figures": {}, "seconds": 0.0}
     for label, n in (("1", 1), ("all", threads_all)):
         if label == "all" and n == 1:
             entry["gflops_all"] = entry.get("gflops_1")
             continue
-        got = gemm_figure(env, framework, n)
+        got = by_count[n]
         entry["seconds"] = round(entry["seconds"] + (got.get("seconds") or 0), 2)
         if "error" in got:
             entry["error"] = got["error"]
@@ -69,13 +76,18 @@ def _one(env, framework: str, threads_all: int) -> dict:
     return entry
 
 
+def _call(env, framework: str, threads: int, size: int | None = None, use_cache: bool = True) -> dict:
+    """envscripts.run's arguments for one figure of the framework's own GEMM script."""
+    return dict(env=env, module=MODULE, args=[framework, threads, *([size] if size else [])],
+                env_vars={v: threads for v in cpu.THREAD_VARS}, use_cache=use_cache,
+                also=ALSO + frameworks.part_modules(framework, ("gemm", "support")))
+
+
 def gemm_figure(env, framework: str, threads: int, size: int | None = None, use_cache: bool = True) -> dict:
     """One figure of the framework's own GEMM script in its environment on
     `threads` (envscripts.run's dict: "gflops", "repeats", ..., or "error"),
     at the script's own size unless `size` is given; cached unless `use_cache` is False."""
-    return envscripts.run(env, MODULE, [framework, threads, *([size] if size else [])],
-                          {v: threads for v in cpu.THREAD_VARS}, use_cache=use_cache,
-                          also=ALSO + frameworks.part_modules(framework, ("gemm", "support")))
+    return envscripts.run(**_call(env, framework, threads, size, use_cache))
 
 
 def _gf(v) -> str:

@@ -40,6 +40,11 @@ WAIT_S = 20.0
 WAIT_STEP_S = 5.0
 # How long the CPU is watched to tell work now from a load average still decaying.
 NOW_WINDOW_S = 0.5
+# A child started ahead of its turn (frameval/envscripts: run_staged) starts Python,
+# imports its framework and sets up beside the others, then waits here, taking no
+# CPU, until the parent lets it time: start-ups share the cores, timings have them alone.
+STAGED_VAR = "FRAMEVAL_STAGED"
+READY = "frameval: ready to time"
 
 
 def load() -> list | None:
@@ -104,6 +109,7 @@ def best_time(run, sync=lambda: None, min_repeats: int = MIN_REPEATS, max_repeat
     that disagrees buys another; agreement stops early, so an idle machine
     pays little. `other_share`: the CPU time other processes took meanwhile."""
     from frameval.nb.measure import machine_before, machine_state
+    wait_for_turn()
     before = machine_before()
     run()
     sync()
@@ -118,6 +124,15 @@ def best_time(run, sync=lambda: None, min_repeats: int = MIN_REPEATS, max_repeat
     state = machine_state(before)
     return {"best_s": min(times), "repeats": len(times), "spread": spread(times), "times": [round(t, 7) for t in times],
             "load": before.get("load"), "other_share": state.get("other_share")}
+
+
+def wait_for_turn() -> None:
+    """In a staged child (STAGED_VAR set): say READY on stdout, then block on stdin
+    until the parent writes a line (or closes it). Elsewhere it returns at once."""
+    if os.environ.get(STAGED_VAR):
+        import sys
+        print(READY, flush=True)
+        sys.stdin.readline()
 
 
 def _agree(times) -> bool:

@@ -158,3 +158,37 @@ def test_a_decaying_load_average_is_not_taken_for_work_now():
     finally:
         for h in hogs:
             h.kill()
+
+
+STAGED_CHILD = '''
+import json, os, sys, time
+from frameval import idle
+if sys.argv[1] == "fail":
+    sys.exit("the import failed")
+started = time.time()
+idle.wait_for_turn()  # the GEMM scripts reach it inside idle.best_time, after their imports
+go = time.time()
+time.sleep(0.3)  # the work, which must have the machine alone
+print(json.dumps({"started": started, "go": go, "end": time.time(), "cache": False}))
+'''
+
+
+def test_staged_children_start_together_and_work_one_after_the_other(tmp_path, monkeypatch):
+    # the probe's framework GEMMs: start-ups (Python, the framework's import) share the
+    # cores, the timed products do not; a child that fails before its turn holds up nobody
+    from types import SimpleNamespace
+    from frameval import envscripts
+    (tmp_path / "staged_child.py").write_text(STAGED_CHILD)
+    monkeypatch.setattr(envscripts, "REPO", tmp_path)  # where scripts are found and hashed: this one's folder
+    monkeypatch.setenv("PYTHONPATH", str(REPO))  # frameval for the child
+    monkeypatch.setenv("FRAMEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    env = SimpleNamespace(python=sys.executable, key_text="test", bytecode_vars={})
+    calls = [dict(env=env, module="staged_child", args=[a], use_cache=False) for a in ("a", "b", "fail", "c")]
+    a, b, failed, c = envscripts.run_staged(calls, batch=3)
+    assert failed["error"] == "the import failed"
+    assert b["started"] < a["go"], "the second child started only after the first one's turn"
+    assert a["end"] <= b["go"] and b["end"] <= c["go"], "two children worked at once"
+    assert c["started"] >= b["end"], "the next batch started while this one worked"
+    assert all(0.3 <= x["seconds"] < 3 for x in (a, b, c))  # each one's turn, not its start-up
+    one = envscripts.run(env, "staged_child", ["d"], use_cache=False)  # unstaged: no wait, same line
+    assert one["go"] - one["started"] < 0.2 and one["seconds"] >= 0.3
