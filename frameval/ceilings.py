@@ -10,7 +10,7 @@ gap to the fastest framework lies in the kernels or around them (`gap_kind`).
 """
 from __future__ import annotations
 
-from . import cpu, envscripts, frameworks
+from . import cpu, envscripts, frameworks, idle
 from .catalog import framework_name
 
 MODULE = "frameval.envscripts.gemm"
@@ -37,7 +37,7 @@ def measure(env_by_fw: dict, threads_all: int, say=print) -> dict:
              if hasattr(env, "python")]  # one that did not build: its runs are recorded failed
     counts = [1] if threads_all == 1 else [1, threads_all]
     calls = [_call(env, key.split("==")[0], n) for key, env in built for n in counts]
-    got = iter(envscripts.run_staged(calls, batch=max(2, threads_all)))
+    got = iter(_again_where_busy(calls, envscripts.run_staged(calls, batch=max(2, threads_all))))
     out = {key: _one(key.split("==")[0], {n: next(got) for n in counts}, threads_all) for key, _ in built}
     if out:
         fresh = [k for k, e in out.items() if not e.get("cached")]
@@ -47,6 +47,24 @@ def measure(env_by_fw: dict, threads_all: int, say=print) -> dict:
             + f" GFLOP/s on 1/{threads_all} threads ({'measured: ' + ', '.join(fresh) if fresh else 'all cached'}"
             + f", {sum(e.get('seconds') or 0 for e in out.values()):.1f} s timing)"
             + (f"; not idle, so no ceiling: {', '.join(busy)}" if busy else ""))
+    return out
+
+
+def _again_where_busy(calls: list, figures: list) -> list:
+    """A figure measured busy is measured once more, in a fresh child: on an idle
+    2-core EPYC (other processes 0-0.3% of the CPU) MindSpore's 2-thread product
+    failed to repeat within 3% in one process of two (spread 30%), and the report
+    called the machine busy. The second figure stands where it is idle; where it is
+    busy too, the first one's verdict stands. Both are kept ("first_busy")."""
+    out = []
+    for call, got in zip(calls, figures):
+        # only where its own repeats made it busy: other processes that held the cores would hold them still
+        if got.get("busy") and (got.get("other_share") or 0.0) <= idle.BUSY_OTHER_SHARE:
+            again = envscripts.run(**call)  # a busy figure is never cached: this measures
+            if not again.get("busy") and not again.get("error"):
+                got = dict(again, first_busy=got["busy"],
+                           seconds=round((again.get("seconds") or 0) + (got.get("seconds") or 0), 2))
+        out.append(got)
     return out
 
 
@@ -65,6 +83,8 @@ def _one(framework: str, by_count: dict, threads_all: int) -> dict:
             continue
         entry[f"gflops_{label}"] = got["gflops"]
         entry["figures"][str(n)] = {k: got.get(k) for k in ("gflops", "repeats", "spread", "load", "other_share", "busy")}
+        if got.get("first_busy"):  # measured again: the first figure's verdict
+            entry["figures"][str(n)]["first_busy"] = got["first_busy"]
         entry.update(op=got.get("op"), version=got.get("version"), isa_caps=got.get("isa_caps") or {},
                      cached=got.get("cached", False) and entry.get("cached", True))
     figs = entry["figures"]

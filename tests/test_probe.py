@@ -192,3 +192,32 @@ def test_staged_children_start_together_and_work_one_after_the_other(tmp_path, m
     assert all(0.3 <= x["seconds"] < 3 for x in (a, b, c))  # each one's turn, not its start-up
     one = envscripts.run(env, "staged_child", ["d"], use_cache=False)  # unstaged: no wait, same line
     assert one["go"] - one["started"] < 0.2 and one["seconds"] >= 0.3
+
+
+WOBBLY_CHILD = '''
+import json, os, sys
+# the first call in each folder is busy by its repeats alone (or by other processes), later ones idle
+mark = os.path.join(os.environ["FRAMEVAL_CACHE_DIR"], sys.argv[1] + ".seen")
+first = not os.path.exists(mark)
+open(mark, "w").close()
+busy = {"spread": "repeat spread 30%", "others": "other processes 60% of the CPU time",
+        "always": "repeat spread 30%"}[sys.argv[1]] if first or sys.argv[1] == "always" else None
+print(json.dumps({"gflops": 50.0 if busy else 100.0, "busy": busy, "other_share": 0.6 if sys.argv[1] == "others" else 0.0,
+                  "cache": busy is None}))
+'''
+
+
+def test_a_gemm_figure_busy_by_its_own_repeats_alone_is_measured_once_more(tmp_path, monkeypatch):
+    # MindSpore's 2-thread product on an idle machine: one process in two failed to repeat within 3%
+    from types import SimpleNamespace
+    from frameval import ceilings, envscripts
+    (tmp_path / "wobbly_child.py").write_text(WOBBLY_CHILD)
+    monkeypatch.setattr(envscripts, "REPO", tmp_path)
+    monkeypatch.setenv("PYTHONPATH", str(REPO))
+    monkeypatch.setenv("FRAMEVAL_CACHE_DIR", str(tmp_path))
+    env = SimpleNamespace(python=sys.executable, key_text="test", bytecode_vars={})
+    calls = [dict(env=env, module="wobbly_child", args=[a], use_cache=False) for a in ("spread", "others", "always")]
+    spread, others, always = ceilings._again_where_busy(calls, envscripts.run_staged(calls, batch=2))
+    assert spread["busy"] is None and spread["gflops"] == 100.0 and spread["first_busy"] == "repeat spread 30%"
+    assert others["busy"] and "first_busy" not in others  # other processes held the cores: not measured again
+    assert always["busy"] == "repeat spread 30%" and always["gflops"] == 50.0 and "first_busy" not in always
