@@ -137,6 +137,7 @@ class _Child:
     def finish(self) -> dict:
         """Let it work (a line on its stdin), wait for it; its dict, cached unless it refuses."""
         if self.proc is None:
+            self.err.close()
             return {"error": self.error}
         t0 = time.perf_counter()
         try:
@@ -152,6 +153,7 @@ class _Child:
         if self.error:
             self.proc.kill()
             self.proc.wait()
+            self.err.close()
             return {"error": self.error}
         self.reader.join()
         secs = round(time.perf_counter() - (t0 if self.staged else self.t0), 2)  # staged: its turn alone
