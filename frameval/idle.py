@@ -41,8 +41,8 @@ WAIT_STEP_S = 5.0
 # How long the CPU is watched to tell work now from a load average still decaying.
 NOW_WINDOW_S = 0.5
 # A child started ahead of its turn (frameval/envscripts: run_staged) starts Python,
-# imports its framework and sets up beside the others, then waits here, taking no
-# CPU, until the parent lets it time: start-ups share the cores, timings have them alone.
+# imports its framework and sets up beside the others, then waits here, stopped by
+# the parent, until the parent lets it time: start-ups share the cores, timings have them alone.
 STAGED_VAR = "FRAMEVAL_STAGED"
 READY = "frameval: ready to time"
 
@@ -128,7 +128,9 @@ def best_time(run, sync=lambda: None, min_repeats: int = MIN_REPEATS, max_repeat
 
 def wait_for_turn() -> None:
     """In a staged child (STAGED_VAR set): say READY on stdout, then block on stdin
-    until the parent writes a line (or closes it). Elsewhere it returns at once."""
+    until the parent writes a line (or closes it); the parent stops the process
+    meanwhile, as its framework's threads may still work (envscripts._Child).
+    Elsewhere it returns at once."""
     if os.environ.get(STAGED_VAR):
         import sys
         print(READY, flush=True)

@@ -197,6 +197,40 @@ def test_staged_children_start_together_and_work_one_after_the_other(tmp_path, m
     assert not one["staged"] and one["seconds"] >= 1.3  # start-up and work alike
 
 
+SPINNING_CHILD = '''
+import json, threading, time
+from frameval import idle
+def spin():  # a framework's own thread that keeps working while its process waits (MegEngine's)
+    while True:
+        pass
+threading.Thread(target=spin, daemon=True).start()
+time.sleep(0.5)  # its import
+before, t0 = time.process_time(), time.time()
+idle.wait_for_turn()
+waited_cpu, waited = time.process_time() - before, time.time() - t0
+time.sleep(0.4)  # the work, which must have the machine alone
+print(json.dumps({"waited_cpu": waited_cpu, "waited": waited, "cache": False}))
+'''
+
+
+def test_a_waiting_child_whose_own_threads_keep_working_is_stopped_until_its_turn(tmp_path, monkeypatch):
+    # blocked on its stdin a child's main thread is quiet, but not a framework's
+    # own threads: the parent stops the process until its turn (POSIX only)
+    from types import SimpleNamespace
+    from frameval import envscripts
+    (tmp_path / "spinning_child.py").write_text(SPINNING_CHILD)
+    monkeypatch.setattr(envscripts, "REPO", tmp_path)
+    monkeypatch.setenv("PYTHONPATH", str(REPO))
+    monkeypatch.setenv("FRAMEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    env = SimpleNamespace(python=sys.executable, key_text="test", bytecode_vars={})
+    calls = [dict(env=env, module="spinning_child", args=[a], use_cache=False) for a in ("a", "b", "c")]
+    a, b, c = envscripts.run_staged(calls, batch=3)
+    assert c["waited"] > 0.8, c  # it waited through the two turns before its own
+    for x in (a, b, c):
+        # the spinning thread alone would have taken about as much CPU as the wait lasted
+        assert "error" not in x and x["waited_cpu"] < 0.1 + 0.1 * x["waited"], x
+
+
 WOBBLY_CHILD = '''
 import json, os, sys
 # the first call in each folder is busy by its repeats alone (or by other processes), later ones idle
