@@ -230,3 +230,36 @@ def test_an_environment_built_from_a_lock_has_exactly_its_versions(cache, fresh_
     lp.write_text(re.sub(r"sha256:[0-9a-f]{64}", "sha256:" + "0" * 64, lp.read_text()))
     with pytest.raises(envs.EnvBuildError):
         envs.ensure_env(spec, envs.BACKENDS["venv"], echo=None)
+
+
+@needs_uv
+def test_a_lock_installs_from_uvs_cache_alone_where_it_holds_every_file(cache, tmp_path, monkeypatch):
+    """No index asked where uv's cache holds the lock's files (the same files, the
+    same hashes); where it lacks one, the index; a failure names the index's reason."""
+    from frameval.envs import installers, lockfile
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))  # empty: the first install must go online
+    # the default index alone: a machine's local wheel folders would serve --offline too
+    monkeypatch.setattr(installers, "uv_options", lambda: (["--index-strategy", "unsafe-best-match"], {}))
+    spec = parse_spec(tiny_spec(cache, "cachelock", "six"))
+    with open(cache / "lock.log", "w") as log:
+        lock = lockfile.make_lock(spec, log)
+    assert lock.state == lockfile.MADE, (cache / "lock.log").read_text()
+    logs = []
+    for name in ("first", "second"):
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / name)], check=True)
+        python = tmp_path / name / "bin" / "python"
+        with open(tmp_path / f"{name}.log", "w") as log:
+            installers.uv_install(UV, python, [], log, lock_file=str(lockfile.lock_path(spec.path)))
+        logs.append((tmp_path / f"{name}.log").read_text())
+        assert subprocess.run([str(python), "-c", "import six"]).returncode == 0, logs[-1]
+    first, second = logs
+    assert "--offline" in first and installers.ONLINE_AGAIN in first, first  # the wheel was not cached yet
+    assert "--offline" in second and installers.ONLINE_AGAIN not in second, second  # now it is: no index
+    assert second.count("$ ") == 1, second
+    # a pin no index has: refused offline, then online, and the reason is the index's
+    bad = tmp_path / "bad.lock.txt"
+    bad.write_text("six==0.0.1 --hash=sha256:" + "0" * 64 + "\n")
+    with open(tmp_path / "bad.log", "w") as log, pytest.raises(installers.EnvBuildError):
+        installers.uv_install(UV, tmp_path / "second" / "bin" / "python", [], log, lock_file=str(bad))
+    text = (tmp_path / "bad.log").read_text()
+    assert installers.ONLINE_AGAIN in text and "offline" not in installers.failure_line(tmp_path / "bad.log").lower(), text
