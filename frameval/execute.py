@@ -172,6 +172,11 @@ def load_papermill():
     nbclient, jupyter_client's kernel provisioners), imported and warmed once in
     the runner; every forked run shares them."""
     if "papermill" not in _pm:
+        # nbformat imports jsonschema, which imports every format checker's library
+        # at its own import: rfc3987_syntax builds some 35 Lark parsers then, 1.4 s of
+        # every command here (jsonschema#1428), for the "iri" formats that no notebook
+        # schema uses. Left out, jsonschema leaves those two formats unchecked.
+        sys.modules.setdefault("rfc3987_syntax", None)
         import nbformat
         import papermill
         from jupyter_client.manager import KernelManager  # noqa: F401

@@ -228,3 +228,27 @@ def _imported(tree) -> list:
         elif isinstance(node, ast.ImportFrom):
             names.append("." * node.level + (node.module or ""))
     return names
+
+
+@pytest.mark.fast
+def test_the_runners_papermill_leaves_out_the_slow_iri_checker_and_still_validates():
+    # rfc3987_syntax builds ~35 Lark parsers at import (1.4 s of every command);
+    # notebooks are still validated against nbformat's schema without it
+    import subprocess
+    code = """
+import sys
+from frameval import execute
+execute.load_papermill()
+import nbformat
+assert "jsonschema" in sys.modules and sys.modules.get("rfc3987_syntax") is None
+nb = nbformat.read(sys.argv[1], as_version=4)
+nbformat.validate(nb)
+del nb.cells[0]["source"]
+try:
+    nbformat.validate(nb)
+except nbformat.ValidationError:
+    print("refused")
+"""
+    p = subprocess.run([sys.executable, "-c", code, str(REPO / "notebooks" / "torch" / "lenet.ipynb")],
+                       capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert p.returncode == 0 and p.stdout.strip() == "refused", p.stderr[-2000:]
