@@ -231,6 +231,29 @@ def test_a_waiting_child_whose_own_threads_keep_working_is_stopped_until_its_tur
         assert "error" not in x and x["waited_cpu"] < 0.1 + 0.1 * x["waited"], x
 
 
+
+def test_an_interrupted_probe_leaves_no_child_stopped_or_waiting(tmp_path, monkeypatch):
+    # Ctrl-C while one child works: the others, stopped until their turn, are ended
+    from types import SimpleNamespace
+    from frameval import envscripts
+    (tmp_path / "spinning_child.py").write_text(SPINNING_CHILD)
+    monkeypatch.setattr(envscripts, "REPO", tmp_path)
+    monkeypatch.setenv("PYTHONPATH", str(REPO))
+    monkeypatch.setenv("FRAMEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    started, init = [], envscripts._Child.__init__
+
+    def interrupted(self):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(envscripts._Child, "__init__", lambda self, *a, **k: (init(self, *a, **k), started.append(self))[0])
+    monkeypatch.setattr(envscripts._Child, "finish", interrupted)
+    env = SimpleNamespace(python=sys.executable, key_text="test", bytecode_vars={})
+    calls = [dict(env=env, module="spinning_child", args=[a], use_cache=False) for a in ("a", "b", "c")]
+    with pytest.raises(KeyboardInterrupt):
+        envscripts.run_staged(calls, batch=3)
+    assert len(started) == 3 and all(c.proc.poll() is not None for c in started), [c.proc.poll() for c in started]
+
+
 WOBBLY_CHILD = '''
 import json, os, sys
 # the first call in each folder is busy by its repeats alone (or by other processes), later ones idle

@@ -93,11 +93,18 @@ def run_staged(calls: list, batch: int) -> list:
         else:
             todo.append((i, c))
     for k in range(0, len(todo), max(1, batch)):
-        group = [(i, _Child(c, staged=batch > 1)) for i, c in todo[k:k + batch]]
-        for _, child in group:
-            child.wait_ready()
-        for i, child in group:
-            out[i] = child.finish()
+        group = []
+        try:
+            for i, c in todo[k:k + batch]:
+                group.append((i, _Child(c, staged=batch > 1)))
+            for _, child in group:
+                child.wait_ready()
+            for i, child in group:
+                out[i] = child.finish()
+        except BaseException:  # Ctrl-C, or a failure here: no child is left stopped, or waiting
+            for _, child in group:
+                child.end()
+            raise
     return out
 
 
@@ -149,6 +156,15 @@ class _Child:
     def wait_ready(self):
         if not self.ready.wait(self.timeout) and self.error is None:
             self.error = f"TimeoutExpired: no start within {self.timeout:.0f} s"
+
+    def end(self) -> None:
+        """Kill it where it has not ended (a stopped child cannot die until it goes on)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self._pause(False)
+            self.proc.kill()
+            self.proc.wait()
+        if not self.err.closed:
+            self.err.close()
 
     def finish(self) -> dict:
         """Let it work (a line on its stdin), wait for it; its dict, cached unless it refuses."""
