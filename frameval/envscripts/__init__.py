@@ -169,7 +169,7 @@ class _Child:
     def finish(self) -> dict:
         """Let it work (a line on its stdin), wait for it; its dict, cached unless it refuses."""
         if self.proc is None:
-            self.err.close()
+            self.end()
             return {"error": self.error}
         t0 = time.perf_counter()
         self._pause(False)  # stopped while waiting (and a timed-out one must be able to die)
@@ -184,9 +184,7 @@ class _Child:
         except subprocess.TimeoutExpired:
             self.error = f"TimeoutExpired: still working after {self.timeout:.0f} s"
         if self.error:
-            self.proc.kill()
-            self.proc.wait()
-            self.err.close()
+            self.end()
             return {"error": self.error}
         self.reader.join()
         secs = round(time.perf_counter() - (t0 if self.staged else self.t0), 2)  # staged: its turn alone
