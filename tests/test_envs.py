@@ -268,3 +268,26 @@ def test_warm_imports_write_bytecode_under_a_shell_that_forbids_it(tmp_path, mon
         warm_imports(Path(sys.executable), [mod], log)
     assert pyc.is_file(), (tmp_path / "log").read_text()
     assert f"warm import {mod}:" in (tmp_path / "log").read_text()
+
+
+def test_warm_imports_call_a_lazy_initialiser_and_start_a_real_kernel(tmp_path, monkeypatch):
+    """For real: an entry "module:function" imports the module and calls the
+    function (a library's lazy loading, e.g. Pillow's plugins or inductor's
+    pattern passes), KERNEL_START starts a real kernel on that Python and stops
+    it, and an entry that fails is a line in the log, not a failed build."""
+    import sys
+    from frameval.envs import backends
+    pkg = tmp_path / "warmpkg_probe"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("import os\n\ndef init():\n    open(os.environ['WARM_MARK'], 'w').write('called')\n")
+    monkeypatch.setattr(backends, "REPO", tmp_path)  # the warm process's PYTHONPATH
+    monkeypatch.setenv("WARM_MARK", str(tmp_path / "mark"))
+    with open(tmp_path / "log", "w") as log:
+        backends.warm_imports(Path(sys.executable), ["warmpkg_probe:init", backends.KERNEL_START,
+                                                     "warmpkg_probe:absent"], log)
+    text = (tmp_path / "log").read_text()
+    assert (tmp_path / "mark").read_text() == "called", text
+    assert f"warm import {backends.KERNEL_START}: " in text and f"{backends.KERNEL_START} failed" not in text, text
+    assert "warm import warmpkg_probe:absent failed: AttributeError" in text, text
+    assert backends.KERNEL_START in backends.warm_modules(parse_spec(REPO / "envs/torch.yml"))
+    assert backends.KERNEL_START in backends.warm_modules(parse_spec(REPO / "environment.yml"))  # the report's kernel

@@ -33,7 +33,8 @@ class Framework:
     workarounds: dict = field(default_factory=dict)
     # Modules it loads only at its first compile or step (beyond what its notebooks and
     # parts import): imported once when its environment is built, so that their .pyc
-    # files exist before the first run (frameval/envs/backends.py: warm_modules).
+    # files exist before the first run (frameval/envs/backends.py: warm_modules). An entry
+    # "module:function" also calls that function (a library's lazy initialisation).
     warm_imports: tuple = ()
 
     @property

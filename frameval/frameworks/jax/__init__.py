@@ -7,6 +7,9 @@ FRAMEWORK = Framework(
     # issue #48: XLA preallocates 75% of a GPU's memory by default, so its peak read the
     # pool's size (JAX "184 MB, driver 64,416 MB" on the first H100 run), not what the run used
     gpu_kernel_env={"XLA_PYTHON_CLIENT_PREALLOCATE": "false"},
+    # loaded lazily at the first jit (MLIR dialects): compiled at build time
+    warm_imports=("jax.experimental.multihost_utils", "jaxlib.mlir.dialects.mhlo", "jaxlib.mlir.dialects.builtin",
+                  "jaxlib.mlir.extras.meta"),
     workarounds={
         "flax-batchnorm-biased-var": r"fw\.SpecBatchNorm\(",
     })

@@ -10,6 +10,11 @@ FRAMEWORK = Framework(
     # back by splitting on ",": under a path with a comma every graph run fails with
     # "invalid literal for int()" (seen; files.TAG_SEP).
     graph_path_forbids=",", graph_path_why="a comma (its dy2static splits its call stacks on ',')",
+    # loaded lazily in the first run (to_static's recorder, the optimizer's fusion helpers, numpy's
+    # submodules that paddle reaches): compiled at build time, not inside that run's figures
+    warm_imports=("paddle.distributed.auto_parallel.fully_shard_fusion", "paddle.jit.dy2static.parameter_recorder",
+                  "paddle.optimizer.fusion_utils", "numpy.f2py", "numpy.testing", "numpy.polynomial", "numpy.ma",
+                  "numpy.fft", "numpy.random", "numpy.ctypeslib", "numpy.rec", "numpy.char", "numpy.strings"),
     workarounds={
         "to-static-whole-step": r"why=\"the Adam update runs in the dynamic graph",
     })

@@ -7,6 +7,8 @@ FRAMEWORK = Framework(
     kernel_env={"TF_CPP_MIN_LOG_LEVEL": "3"},
     # issue #48: TensorFlow takes all of a GPU's memory up front by default, so its peak read the pool's size
     gpu_kernel_env={"TF_FORCE_GPU_ALLOW_GROWTH": "true"},
+    # numpy.random's pickling support, loaded in the first run
+    warm_imports=("numpy.random",),
     workarounds={
         "adam-eps": r"fw\.SpecAdamW?\(",
         "same-padding-asymmetric": r"ZeroPadding2D\(2\)",
