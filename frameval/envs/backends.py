@@ -71,22 +71,27 @@ def _pip_install_spec(python: Path, spec: EnvSpec, log, locked: bool = True) -> 
 # run and of both its GEMM processes, one after another.
 # FRAMEVAL_COMPILE_BYTECODE=1 compiles everything at build time, as pip does.
 #
-# An entry is a module to import, "module:function" to import and call with no
-# arguments (what a library loads lazily, e.g. Pillow's image plugins), or
-# KERNEL_START: a real kernel started and stopped in that environment. A kernel's
-# start imports more than any list of ours would name (debugpy's 112 modules, the
-# IPython shell's), and the report's kernel imports matplotlib, Pillow and jinja2:
-# left to the runs, each framework's first kernel compiled them inside its run
-# (0.35 s more than its second), and the report's kernel 545 modules in the report.
-KERNEL_START = "<kernel start>"
+# An entry is a module to import, or "module:function" to import and call with
+# no arguments (what a library loads lazily, e.g. Pillow's image plugins).
+# KERNEL_WARM is what a kernel's start imports (read from sys.modules in a started
+# kernel: ipykernel, the IPython shell, debugpy's 112 modules behind ipykernel's
+# debugger): left out, each framework's first kernel compiled them (0.35 s more
+# than its second). Importing them costs 0.26 s; starting a real kernel here cost
+# 0.9 s in each of eight environments building at once, more than it saved. The
+# runner's list adds the report's kernel and what the report draws with
+# (matplotlib, Pillow's plugins, jinja2): left out, the report compiled 545 modules.
+KERNEL_WARM = ("ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel_launcher", "ipykernel.debugger",
+               "debugpy._vendored.force_pydevd", "debugpy.server.api", "IPython.core.debugger",
+               "IPython.core.completerlib", "IPython.core.oinspect", "IPython.utils.wildcard",
+               "IPython.extensions.storemagic", "IPython.core.logger", "psutil", "tornado.queues",
+               "tornado.platform.asyncio", "frameval.nb", "frameval.nb.check", "frameval.nb.reference",
+               "frameval.nb.evaluation")
 WARM_IMPORTS = {
     "runner": ("frameval.pipeline", "papermill", "nbclient", "nbformat", "jupyter_client.manager",
-               "jupyter_client.provisioning", "pytest", KERNEL_START, "frameval.report.build",
+               "jupyter_client.provisioning", "pytest", *KERNEL_WARM[:-4], "frameval.report.build",
                "frameval.report.media", "frameval.report.render", "matplotlib.pyplot",
                "matplotlib.backends.backend_agg", "PIL.Image:init", "imageio.v3", "jinja2"),
 }
-KERNEL_WARM = (KERNEL_START, "ipykernel.kernelapp", "ipykernel.ipkernel", "frameval.nb", "frameval.nb.check",
-               "frameval.nb.reference", "frameval.nb.evaluation")
 
 
 def warm_modules(spec: EnvSpec) -> tuple:
@@ -104,38 +109,18 @@ def warm_modules(spec: EnvSpec) -> tuple:
 
 
 WARM = r"""
-import importlib, json, os, sys, tempfile, time
-
-def kernel_start():
-    # the kernel the runs start (ipykernel_launcher on this Python), started, asked one thing, stopped
-    from jupyter_client.manager import start_new_kernel
-    with tempfile.TemporaryDirectory() as d:
-        os.makedirs(os.path.join(d, "kernels", "warm"))
-        with open(os.path.join(d, "kernels", "warm", "kernel.json"), "w") as f:
-            json.dump({"argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-                       "display_name": "warm", "language": "python"}, f)
-        os.environ["JUPYTER_PATH"] = d
-        km, kc = start_new_kernel(kernel_name="warm", startup_timeout=120)
-        try:
-            kc.execute_interactive("1", timeout=60, output_hook=lambda msg: None)
-        finally:
-            kc.stop_channels()
-            km.shutdown_kernel(now=False)
-
+import importlib, sys, time
 for m in sys.argv[1:]:
     t0 = time.perf_counter()
     try:
-        if m == %r:
-            kernel_start()
-        else:
-            name, _, call = m.partition(":")
-            mod = importlib.import_module(name)
-            if call:
-                getattr(mod, call)()
-        print("warm import %%s: %%.1f s" %% (m, time.perf_counter() - t0), flush=True)
+        name, _, call = m.partition(":")
+        mod = importlib.import_module(name)
+        if call:
+            getattr(mod, call)()
+        print("warm import %s: %.1f s" % (m, time.perf_counter() - t0), flush=True)
     except BaseException as e:  # noqa - a note in the log; the build itself succeeded
-        print("warm import %%s failed: %%s: %%s" %% (m, type(e).__name__, e), flush=True)
-""" % KERNEL_START
+        print("warm import %s failed: %s: %s" % (m, type(e).__name__, e), flush=True)
+"""
 
 
 def warm_imports(python: Path, modules, log) -> None:
