@@ -291,7 +291,8 @@ def test_warm_imports_call_a_lazy_initialiser(tmp_path, monkeypatch):
 def test_warm_imports_cover_what_a_started_kernel_imports():
     """For real: a kernel started on this Python (the report's kernel, in the
     runner's environment) imports nothing beyond the standard library that the
-    build's warm list, imported in one process, leaves out."""
+    build's warm list, imported in one process, leaves out, but debugpy's (left
+    out on purpose: frameval/envs/backends.py)."""
     import os
     import subprocess
     import sys
@@ -313,4 +314,7 @@ def test_warm_imports_cover_what_a_started_kernel_imports():
     left = sorted(m for m in set("".join(out).split()) - set(warm)
                   if m.split(".")[0].lstrip("_") not in stdlib and m.split(".")[0] not in stdlib
                   and not m.startswith("__"))
-    assert left == [], left
+    debugger = ("debugpy", "_pydevd", "_pydev", "pydevd", "_pydevd_frame_eval", "_pydevd_sys_monitoring",
+                "pydev_ipython", "_cython_", "pydevconsole", "ipykernel.debugger")
+    assert [m for m in left if not m.startswith(debugger)] == [], left
+    assert any(m.startswith("debugpy") for m in left)  # the kernel did load what the list leaves out

@@ -74,14 +74,13 @@ def _pip_install_spec(python: Path, spec: EnvSpec, log, locked: bool = True) -> 
 # An entry is a module to import, or "module:function" to import and call with
 # no arguments (what a library loads lazily, e.g. Pillow's image plugins).
 # KERNEL_WARM is what a kernel's start imports (read from sys.modules in a started
-# kernel: ipykernel, the IPython shell, debugpy's 112 modules behind ipykernel's
-# debugger): left out, each framework's first kernel compiled them (0.35 s more
-# than its second). Importing them costs 0.26 s; starting a real kernel here cost
-# 0.9 s in each of eight environments building at once, more than it saved. The
-# runner's list adds the report's kernel and what the report draws with
-# (matplotlib, Pillow's plugins, jinja2): left out, the report compiled 545 modules.
-KERNEL_WARM = ("ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel_launcher", "ipykernel.debugger",
-               "debugpy._vendored.force_pydevd", "debugpy.server.api", "IPython.core.debugger",
+# kernel: ipykernel and the IPython shell), less debugpy: ipykernel's debugger loads
+# its pydevd (112 modules), whose compile took 1.5-1.9 s in each of eight
+# environments building at once, to save each framework's first kernel 0.35 s.
+# (Starting a real kernel here instead cost 0.9 s in each.) The runner's list adds
+# the report's kernel and what the report draws with (matplotlib, Pillow's
+# plugins, jinja2): left out, the report compiled 545 modules at its start.
+KERNEL_WARM = ("ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel_launcher", "IPython.core.debugger",
                "IPython.core.completerlib", "IPython.core.oinspect", "IPython.utils.wildcard",
                "IPython.extensions.storemagic", "IPython.core.logger", "psutil", "tornado.queues",
                "tornado.platform.asyncio", "frameval.nb", "frameval.nb.check", "frameval.nb.reference",
