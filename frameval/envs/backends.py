@@ -73,21 +73,21 @@ def _pip_install_spec(python: Path, spec: EnvSpec, log, locked: bool = True) -> 
 #
 # An entry is a module to import, or "module:function" to import and call with
 # no arguments (what a library loads lazily, e.g. Pillow's image plugins).
-# KERNEL_WARM is what a kernel's start imports (read from sys.modules in a started
+# KERNEL_START is what a kernel's start imports (read from sys.modules in a started
 # kernel: ipykernel and the IPython shell), less debugpy: ipykernel's debugger loads
 # its pydevd (112 modules), whose compile took 1.5-1.9 s in each of eight
 # environments building at once, to save each framework's first kernel 0.35 s.
 # (Starting a real kernel here instead cost 0.9 s in each.) The runner's list adds
 # the report's kernel and what the report draws with (matplotlib, Pillow's
 # plugins, jinja2): left out, the report compiled 545 modules at its start.
-KERNEL_WARM = ("ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel_launcher", "IPython.core.debugger",
-               "IPython.core.completerlib", "IPython.core.oinspect", "IPython.utils.wildcard",
-               "IPython.extensions.storemagic", "IPython.core.logger", "psutil", "tornado.queues",
-               "tornado.platform.asyncio", "frameval.nb", "frameval.nb.check", "frameval.nb.reference",
-               "frameval.nb.evaluation")
+KERNEL_START = ("ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel_launcher", "IPython.core.debugger",
+                "IPython.core.completerlib", "IPython.core.oinspect", "IPython.utils.wildcard",
+                "IPython.extensions.storemagic", "IPython.core.logger", "psutil", "tornado.queues",
+                "tornado.platform.asyncio")
+KERNEL_WARM = (*KERNEL_START, "frameval.nb", "frameval.nb.check", "frameval.nb.reference", "frameval.nb.evaluation")
 WARM_IMPORTS = {
     "runner": ("frameval.pipeline", "papermill", "nbclient", "nbformat", "jupyter_client.manager",
-               "jupyter_client.provisioning", "pytest", *KERNEL_WARM[:-4], "frameval.report.build",
+               "jupyter_client.provisioning", "pytest", *KERNEL_START, "frameval.report.build",
                "frameval.report.media", "frameval.report.render", "matplotlib.pyplot",
                "matplotlib.backends.backend_agg", "PIL.Image:init", "imageio.v3", "jinja2"),
 }
