@@ -146,6 +146,32 @@ def test_kernels_are_project_scoped(matrix):
     assert not any(p.name.startswith("frameval") for p in home_kernels.glob("*")) if home_kernels.exists() else True
 
 
+def test_torch_runs_find_inductors_isa_probe_built_with_the_environment(matrix):
+    """For real: the torch environment's build ran inductor's vector-ISA probe
+    once (its programs in the environment's own folder), and each torch graph
+    run copied them into its empty inductor cache instead of building them in
+    its check (2.4-2.7 s of g++ each on 2 cores), while its graphs compiled
+    cold there; the run says so. Eager runs compile nothing and copy nothing."""
+    from frameval.frameworks.torch import isa_probe
+    kernel = json.loads((envs.kernels.JUPYTER_DIR / "kernels/frameval-torch/kernel.json").read_text())
+    seed = Path(kernel["argv"][0]).parent.parent / isa_probe.FOLDER
+    programs = sorted(p.relative_to(seed) for p in seed.rglob("*.so"))
+    assert programs, f"no ISA probe program in {seed}"
+    for wl in ("lenet", "dcgan", "lstm"):
+        for mode in ("graph", "eager"):
+            r = matrix["results"][("torch", wl, mode)]
+            cache = matrix["out"] / "runs/torch" / f"{wl}-{mode}" / "work/torchinductor"
+            noted = [n for n in r["notes"] if "vector-ISA probe" in n]
+            if mode == "eager":
+                assert not noted and not any(cache.rglob("*.so")), wl
+                continue
+            assert noted, (wl, r["notes"])
+            for rel in programs:  # the environment's copy, its time kept: not built again in the run
+                assert (cache / rel).stat().st_mtime == (seed / rel).stat().st_mtime < r["clock"]["created"], rel
+            graphs = [p for p in cache.rglob("*.so") if p.relative_to(cache) not in programs]
+            assert graphs and all(p.stat().st_mtime > r["clock"]["created"] for p in graphs), wl  # compiled cold
+
+
 def test_env_build_failure_is_reported(tmp_path, monkeypatch):
     monkeypatch.setenv("FRAMEVAL_CACHE_DIR", str(tmp_path))
     f = tmp_path / "broken.yml"
@@ -268,6 +294,36 @@ def test_warm_imports_write_bytecode_under_a_shell_that_forbids_it(tmp_path, mon
         warm_imports(Path(sys.executable), [mod], log)
     assert pyc.is_file(), (tmp_path / "log").read_text()
     assert f"warm import {mod}:" in (tmp_path / "log").read_text()
+
+
+def test_an_environment_built_with_an_older_warm_list_is_warmed_once(tmp_path, monkeypatch):
+    """For real: an environment whose marker holds another warm list's key (or
+    none: built before keys were kept) has the current list imported once when
+    a command next finds it ready, and its marker keeps the new key; the next
+    command finds it current and imports nothing."""
+    import os
+    import sys
+    from frameval.envs import backends, build
+    from frameval.envs.model import MARKER
+    pkg = tmp_path / "warmpkg_again"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("import os\n\ndef init():\n    open(os.environ['WARM_MARK'], 'a').write('x')\n")
+    monkeypatch.setattr(backends, "REPO", tmp_path)  # the warm process's PYTHONPATH
+    monkeypatch.setitem(backends.WARM_IMPORTS, "runner", ("warmpkg_again:init",))
+    monkeypatch.setenv("WARM_MARK", str(tmp_path / "mark"))
+    spec = parse_spec(REPO / "environment.yml")
+    env = envs.Env(spec, tmp_path / "env", "venv")
+    (tmp_path / "env/bin").mkdir(parents=True)
+    os.symlink(sys.executable, env.python)
+    (env.prefix / MARKER).write_text(json.dumps({"spec": spec.name, "backend": "venv"}))
+    said = []
+    assert env.ready
+    build._backfill_warm(env, envs.BACKENDS["venv"], said.append)
+    assert (tmp_path / "mark").read_text() == "x"
+    assert json.loads((env.prefix / MARKER).read_text())["warm"] == backends.warm_key(spec)
+    assert len(said) == 1 and "warmed again" in said[0], said
+    build._backfill_warm(env, envs.BACKENDS["venv"], said.append)
+    assert (tmp_path / "mark").read_text() == "x" and len(said) == 1  # current: nothing imported again
 
 
 def test_warm_imports_call_a_lazy_initialiser(tmp_path, monkeypatch):

@@ -8,6 +8,7 @@ Standard library only: the runner's own environment is built with this module.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -105,6 +106,13 @@ def warm_modules(spec: EnvSpec) -> tuple:
     from_notebooks = [m for path in sorted((REPO / NOTEBOOKS / rec.key).glob("*.ipynb"))
                       for m in notebook.imported_modules(notebook.read(path))]
     return tuple(dict.fromkeys((*KERNEL_WARM, *parts, *from_notebooks, *rec.warm_imports)))
+
+
+def warm_key(spec: EnvSpec) -> str:
+    """What the environment's warm list is, in a few characters: its marker keeps
+    the one it was built (or last warmed) with, and an environment built before
+    the list grew is warmed again once (build.py, _backfill_warm)."""
+    return hashlib.sha256("\n".join(warm_modules(spec)).encode()).hexdigest()[:12]
 
 
 WARM = r"""

@@ -22,7 +22,7 @@ from ..files import atomic_write
 from ..locks import file_lock
 from ..paths import envs_dir
 from . import lockfile
-from .backends import Backend, choose_backend
+from .backends import Backend, choose_backend, warm_imports, warm_key, warm_modules
 from .install_facts import measure
 from .installers import EnvBuildError, failure_line, installer_name
 from .kernels import kernel_extra, kernel_name, register_kernel
@@ -40,6 +40,7 @@ def ensure_env(spec: EnvSpec, backend: Backend, echo=print, announce: bool = Tru
     env = env_for(spec, backend)
     if env.ready:
         _backfill_install(env)
+        _backfill_warm(env, backend, echo)
         return env
     env.prefix.parent.mkdir(parents=True, exist_ok=True)
     lock = env.prefix.with_suffix(".lock")
@@ -68,6 +69,8 @@ def ensure_env(spec: EnvSpec, backend: Backend, echo=print, announce: bool = Tru
         info = {"spec": spec.name, "key": spec.key, "backend": backend.NAME, "installer": installer,
                 "python": spec.python, "build_s": round(time.perf_counter() - t0, 1),
                 "built": time.strftime("%Y-%m-%dT%H:%M:%S"), "lock": locked}
+        if backend.NAME == "venv":  # the only backend that warms (backends.py)
+            info["warm"] = warm_key(spec)
         if offline.active():  # --offline BUNDLE: the report says where the packages came from
             info["offline_bundle"] = str(offline.active())
         info["install"] = _install_facts(spec, env.prefix, log_path, info["build_s"], installer, at_build=True)
@@ -75,6 +78,33 @@ def ensure_env(spec: EnvSpec, backend: Backend, echo=print, announce: bool = Tru
         say(f"built {spec.name} with {installer} in {info['build_s']} s")
         env.built_now = True
     return env
+
+
+def _backfill_warm(env: Env, backend: Backend, echo) -> None:
+    """An environment built (by the venv backend) with an older warm list: what
+    the list has added since is imported (and called) once now, outside any
+    run, and the marker keeps the new list's key. Already-compiled modules
+    import in a few seconds."""
+    info = env.info()
+    if backend.NAME != "venv" or info.get("backend") != "venv" or env.provided_by_user:
+        return
+    want = warm_key(env.spec)
+    if info.get("warm") == want:
+        return
+    with file_lock(env.prefix.with_suffix(".lock")):
+        info = env.info()
+        if info.get("warm") == want:  # another process warmed it while we waited
+            return
+        t0 = time.perf_counter()
+        try:
+            with open(env.prefix.with_suffix(".log"), "a") as log:
+                log.write("# the warm list changed since the build: warmed again\n")
+                warm_imports(env.python, warm_modules(env.spec), log)
+            atomic_write(env.prefix / MARKER, json.dumps(dict(info, warm=want), indent=1))
+        except OSError:
+            return  # a read-only shared environment: its runs compile what is missing
+        if echo:
+            echo(f"environment {env.spec.name}: warmed again for its new warm list ({time.perf_counter() - t0:.1f} s)")
 
 
 def _install_facts(spec, prefix, log_path, build_s, installer, at_build) -> dict | None:

@@ -33,4 +33,6 @@ FRAMEWORK = Framework(
                   "torch._functorch._activation_checkpointing.remat_using_tags_for_fwd_loss_bwd_graph_pass",
                   "torch._dynamo.dce_extra_outputs", "torch._higher_order_ops.passes.inline_invoke_subgraph",
                   "torch.utils._cpp_embed_headers", "torch.distributed.tensor.experimental",
-                  "sympy.combinatorics", "sympy.physics.units", "sympy.tensor.tensor", "torch.utils.serialization"))
+                  "sympy.combinatorics", "sympy.physics.units", "sympy.tensor.tensor", "torch.utils.serialization",
+                  # not bytecode: inductor's vector-ISA probe, built once per environment (isa_probe.py)
+                  "frameval.frameworks.torch.isa_probe:build"))

@@ -15,10 +15,13 @@
 
 See docs/frameworks/torch.md.
 """
+import os
+
 import torch
 import torch._dynamo
 import torch._inductor.config
 
+from frameval.frameworks.torch import isa_probe
 from frameval.nb.weights import has_convolutions
 
 # torch.optim graph-breaks on purpose before and after every step() (see the
@@ -55,6 +58,11 @@ def setup(rec, mode, device, seed):
                        found_by="the check (convolution weight gradients against the reference); the H100 run",
                        cost="not measured: inductor keeps the default layout")
     if mode == "graph":
+        # inductor's vector-ISA probe, built with the environment: a machine's once, not this model's compile
+        planted = isa_probe.plant(os.environ.get("TORCHINDUCTOR_CACHE_DIR"))
+        if planted:
+            rec.note(f"torch.compile: inductor's vector-ISA probe ({len(planted)} file(s)) was built with the "
+                     "environment, as on a machine where inductor has run before; this run's graphs compile cold")
         # Lets dynamo trace torch.autograd.grad, so the backward is in the step's graph.
         torch._dynamo.config.trace_autograd_ops = True
         rec.workaround("dynamo-backward-in-step",
