@@ -13,7 +13,9 @@ FRAMEWORK = Framework(
     # back-ends, export, sympy's units and groups) were compiled to bytecode inside its check, which the
     # report reads as torch's compile cost (measured on torch 2.13.0 CPU: sys.modules before and after a
     # compile of a conv/BatchNorm/Adam step and a dynamic-batch forward)
-    warm_imports=("torch._dynamo", "torch._functorch.aot_autograd", "torch._inductor.compile_fx",
+    # first, not bytecode: inductor's vector-ISA probe, built once per environment beside the rest (isa_probe.py)
+    warm_imports=("frameval.frameworks.torch.isa_probe:start",
+                  "torch._dynamo", "torch._functorch.aot_autograd", "torch._inductor.compile_fx",
                   "torch._inductor.codegen.cpp", "torch._inductor.scheduler", "torch._inductor.graph",
                   "torch._inductor.codecache", "torch._inductor.async_compile",
                   "torch._inductor.compile_worker.subproc_pool", "torch._inductor.fx_passes.post_grad",
@@ -33,6 +35,4 @@ FRAMEWORK = Framework(
                   "torch._functorch._activation_checkpointing.remat_using_tags_for_fwd_loss_bwd_graph_pass",
                   "torch._dynamo.dce_extra_outputs", "torch._higher_order_ops.passes.inline_invoke_subgraph",
                   "torch.utils._cpp_embed_headers", "torch.distributed.tensor.experimental",
-                  "sympy.combinatorics", "sympy.physics.units", "sympy.tensor.tensor", "torch.utils.serialization",
-                  # not bytecode: inductor's vector-ISA probe, built once per environment (isa_probe.py)
-                  "frameval.frameworks.torch.isa_probe:build"))
+                  "sympy.combinatorics", "sympy.physics.units", "sympy.tensor.tensor", "torch.utils.serialization"))
