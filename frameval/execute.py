@@ -294,6 +294,9 @@ def _child(pm, wfd, input_path, output_path, params, kernel, cwd, log_path, star
             pass
         return proc
     lp.launch_kernel = report_kernel
+    if os.environ.get("FRAMEVAL_KERNEL_IDLE_WAIT") != "1":  # jupyter_client's own wait (bench/: A/B)
+        from . import kernel_ready
+        kernel_ready.install()
     try:
         pm.execute_notebook(str(input_path), str(output_path), parameters=params, kernel_name=kernel,
                             cwd=str(cwd), start_timeout=start_timeout, progress_bar=False,
