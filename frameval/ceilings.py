@@ -24,7 +24,18 @@ KERNEL_GAP = 0.5
 AROUND_GAP = 0.5
 
 
-def measure(env_by_fw: dict, threads_all: int, say=print) -> dict:
+def plan_counts(thread_params, threads_all: int) -> list:
+    """The thread counts whose GEMM a plan's runs are set against (report/peak.py,
+    ceiling_for): 1 where a run is on one thread (or the machine has one core),
+    all cores where a run is on more. `thread_params`: each run's `threads`
+    parameter (0 or None: all cores)."""
+    ts = [int(t or 0) for t in thread_params]
+    if threads_all <= 1:
+        return [1]
+    return [n for n, used in ((1, any(t == 1 for t in ts)), (threads_all, any(t != 1 for t in ts))) if used] or [1]
+
+
+def measure(env_by_fw: dict, threads_all: int, say=print, counts=None) -> dict:
     """{fw_key: {"gflops_1", "gflops_all", "gflops_best", "threads_best", "busy",
     "figures", "op", "version", "isa_caps", "cached", "error"}} for every
     environment in `env_by_fw` (the CPU's) that built. The ceiling is the best
@@ -34,19 +45,27 @@ def measure(env_by_fw: dict, threads_all: int, say=print) -> dict:
     The children start a batch at a time (one per core, at least two: a
     framework's two thread counts together) and time one after the other:
     their start-ups, 1.2-4.4 s each on 2 cores and most of the probe's time,
-    share the cores, while every product is timed alone (envscripts.run_staged)."""
+    share the cores, while every product is timed alone (envscripts.run_staged).
+
+    `counts`: the thread counts to measure (`plan_counts`: those the plan's
+    runs use; None: 1 and all). A framework's 1-thread product beside a plan
+    whose runs all use every core took half the probe's framework time (16 s of
+    32 on 2 cores) for a figure no run is set against; a count left out is
+    None in the entry, named in "not_measured"."""
     built = [(key, env) for key, env in sorted(env_by_fw.items())
              if hasattr(env, "python")]  # one that did not build: its runs are recorded failed
-    counts = [1] if threads_all == 1 else [1, threads_all]
+    counts = [1] if threads_all == 1 else sorted(set(counts or [1, threads_all]))
     calls = [_call(env, key.split("==")[0], n) for key, env in built for n in counts]
     got = iter(_again_where_busy(calls, envscripts.run_staged(calls, batch=max(2, threads_all))))
     out = {key: _one(key.split("==")[0], {n: next(got) for n in counts}, threads_all) for key, _ in built}
     if out:
         fresh = [k for k, e in out.items() if not e.get("cached")]
         busy = [k for k, e in out.items() if e.get("busy")]  # why, figure by figure: in the record
+        labels = [("gflops_1", "1")] * (1 in counts) + [("gflops_all", str(threads_all))] * (threads_all in counts and threads_all > 1)
         say(f"frameval: each framework's own float32 GEMM: " + ", ".join(
-            f"{k} {_gf(e.get('gflops_1'))}/{_gf(e.get('gflops_all'))}" for k, e in out.items())
-            + f" GFLOP/s on 1/{threads_all} threads ({'measured: ' + ', '.join(fresh) if fresh else 'all cached'}"
+            f"{k} {'/'.join(_gf(e.get(f)) for f, _ in labels)}" for k, e in out.items())
+            + f" GFLOP/s on {'/'.join(n for _, n in labels)} thread{'s' if labels[-1][1] != '1' else ''}"
+            + f" ({'measured: ' + ', '.join(fresh) if fresh else 'all cached'}"
             + f", {sum(e.get('seconds') or 0 for e in out.values()):.1f} s timing)"
             + (f"; not idle, so no ceiling: {', '.join(busy)}" if busy else ""))
     return out
@@ -76,6 +95,10 @@ def _one(framework: str, by_count: dict, threads_all: int) -> dict:
     for label, n in (("1", 1), ("all", threads_all)):
         if label == "all" and n == 1:
             entry["gflops_all"] = entry.get("gflops_1")
+            continue
+        if n not in by_count:  # no run of the plan on this count (measure's `counts`)
+            entry[f"gflops_{label}"] = None
+            entry.setdefault("not_measured", []).append(str(n))
             continue
         got = by_count[n]
         entry["seconds"] = round(entry["seconds"] + (got.get("seconds") or 0), 2)

@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import __version__, behaviour, data, envs, execute, executors, files, locks, phases, probe, provenance
+from . import __version__, behaviour, ceilings, data, envs, execute, executors, files, locks, phases, probe, provenance
 from .executors.context import ExecContext, Job
 from .paths import REPO
 from .result import load as load_result, store
@@ -257,7 +257,8 @@ class Pipeline:
                 if self.config.probe_from:  # validated with the options: this CPU's, under these caps
                     probe.reuse(self.out, self.config.probe_machine, self.say)
                 else:
-                    probe.record(self.out, self.say, cpu_envs)
+                    probe.record(self.out, self.say, cpu_envs, counts=ceilings.plan_counts(
+                        (r.params.get("threads") for r in self.runs), os.cpu_count() or 1))
         if self.config.behaviour:  # cached per environment: a rerun adds nothing
             behaviour.record(self.out, self.say, {k: e for k, e in env_by_fw.items() if isinstance(e, envs.Env)})
         with self.clock("runs"):

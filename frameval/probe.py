@@ -99,10 +99,11 @@ def _child(threads: int, what: str, *args):
 
 
 def measure(env_by_fw: dict | None = None, say=print, n: int = MATMUL_N, copy_mb: int = COPY_MB,
-            wait_s: float = idle.WAIT_S) -> dict:
+            wait_s: float = idle.WAIT_S, counts=None) -> dict:
     """The figures, how they were measured, the caps that were removed for them,
     and the machine's load around them. With `env_by_fw` ({fw_key: Env}), each
-    framework's own GEMM too, and the machine's peak is the best of all.
+    framework's own GEMM too, at the thread counts in `counts` (ceilings.measure),
+    and the machine's peak is the best of all.
     "busy": the figures not measured idle, and why (None: all idle)."""
     import numpy as np
     cores = os.cpu_count() or 1
@@ -112,7 +113,7 @@ def measure(env_by_fw: dict | None = None, say=print, n: int = MATMUL_N, copy_mb
     every = (_child(cores, "matmul", n) or {}) if cores > 1 else one
     bw = _child(cores, "copy_gbs", copy_mb)
     blas = _child(1, "blas_name") or "unknown"
-    fws = ceilings.measure(env_by_fw, cores, say) if env_by_fw else {}
+    fws = ceilings.measure(env_by_fw, cores, say, counts) if env_by_fw else {}
     numpy_name = f"numpy ({blas})"
     busy = _busy_summary({"numpy": {"1": one, str(cores): every}} | {
         framework_name(e["framework"]): e.get("figures") or {} for e in fws.values()})
@@ -127,7 +128,7 @@ def measure(env_by_fw: dict | None = None, say=print, n: int = MATMUL_N, copy_mb
                              f"{idle.MIN_REPEATS} to {idle.MAX_REPEATS} after a warm-up (until the best two agree, or {idle.BUDGET_S:.0f} s, "
                              f"within {idle.AGREE:.0%}), one child process per thread count "
                              f"({', '.join(THREAD_VARS)}) with every instruction-set cap removed; each "
-                             "framework's own product in its environment as its runs see it (frameval/envscripts/gemm.py); "
+                             "framework's own product in its environment as its runs see it, at the thread counts they use (frameval/envscripts/gemm.py); "
                              "the peak is the best of all",
                    "copy": f"numpy.copyto of {copy_mb} MB float32 in {cores} slices on {cores} threads "
                            f"(read + write counted), best of {REPEATS}",
@@ -177,9 +178,9 @@ def _fmt(v, unit: str) -> str:
     return "n/a" if v is None else f"{v:,.1f} {unit}"
 
 
-def record(out, say=print, env_by_fw: dict | None = None, **sizes) -> dict:
+def record(out, say=print, env_by_fw: dict | None = None, counts=None, **sizes) -> dict:
     """Measure and write `<out>/machine.json`; a line or two said."""
-    m = measure(env_by_fw, say, **sizes)
+    m = measure(env_by_fw, say, counts=counts, **sizes)
     files.atomic_write_json(Path(out) / MACHINE, m)
     caps = ", ".join(f"{k}={v}" for k, v in m["isa_caps"].items())
     say(f"frameval: this machine's peak: {_fmt(m['peak_gflops_1'], 'GFLOP/s')} on 1 thread, "

@@ -281,3 +281,46 @@ def test_a_gemm_figure_busy_by_its_own_repeats_alone_is_measured_once_more(tmp_p
     assert spread["busy"] is None and spread["gflops"] == 100.0 and spread["first_busy"] == "repeat spread 30%"
     assert others["busy"] and "first_busy" not in others  # other processes held the cores: not measured again
     assert always["busy"] == "repeat spread 30%" and always["gflops"] == 50.0 and "first_busy" not in always
+
+
+@pytest.mark.fast
+def test_the_gemm_is_measured_at_the_thread_counts_the_plan_runs():
+    """Each framework's GEMM is measured on the counts the plan's runs are set
+    against (report/peak.py: a 1-thread run against the 1-thread figure, any
+    other against the all-core one): the default plan (every run on all cores)
+    measures no 1-thread product, a sweep over 1 and 2 threads both; a count
+    left out is None in the entry and named, never 0."""
+    from frameval import ceilings
+    assert ceilings.plan_counts([0, None, 0], 2) == [2]
+    assert ceilings.plan_counts([1, 2], 2) == [1, 2]
+    assert ceilings.plan_counts([1, 1], 16) == [1]
+    assert ceilings.plan_counts([4], 16) == [16]  # 4 of 16 cores: set against the all-core figure, as before
+    assert ceilings.plan_counts([0], 1) == [1]
+    fig = {"gflops": 170.0, "repeats": 3, "spread": 0.01, "load": [0.1], "other_share": 0.0, "busy": None,
+           "op": "jnp.dot", "version": "0.10", "seconds": 1.0}
+    e = ceilings._one("jax", {2: fig}, 2)
+    assert e["gflops_1"] is None and e["not_measured"] == ["1"] and e["gflops_all"] == 170.0
+    assert set(e["figures"]) == {"2"} and (e["gflops_best"], e["threads_best"]) == (170.0, 2)
+    both = ceilings._one("jax", {1: dict(fig, gflops=90.0), 2: fig}, 2)
+    assert both["gflops_1"] == 90.0 and "not_measured" not in both
+
+
+def test_a_framework_measured_at_one_count_runs_one_child(tmp_path, monkeypatch):
+    """For real (JAX's environment): with counts [all cores] one child is
+    started and timed, the entry holds its figure and no 1-thread one, and the
+    line said names only the count measured."""
+    from frameval import ceilings, envs, envscripts
+    env = envs.ensure_framework("jax")
+    monkeypatch.setenv("FRAMEVAL_CACHE_DIR", str(tmp_path))  # no figure cached: measured
+    started = []
+    child = envscripts._Child
+    monkeypatch.setattr(envscripts, "_Child", lambda call, staged: started.append(call["args"]) or child(call, staged))
+    cores = os.cpu_count() or 1
+    said = []
+    got = ceilings.measure({"jax": env}, cores, said.append, counts=[cores])
+    assert started == [["jax", str(cores)]], started
+    e = got["jax"]
+    assert e["gflops_all"] > 0 and e.get("error") is None
+    if cores > 1:
+        assert e["gflops_1"] is None and e["not_measured"] == ["1"]
+        assert f"GFLOP/s on {cores} threads" in said[-1] and "1/" not in said[-1], said

@@ -174,7 +174,9 @@ def gemm_table(by_source, S) -> dict | None:
                  m.get("numpy_gflops_1"), m.get("numpy_gflops_all"), {}, S("gemm_uncapped"))]
         rows += [(framework_name(e.get("framework", k)), e.get("version"), e.get("op") or fmt.NA, e.get("gflops_1"),
                   e.get("gflops_all"), e.get("isa_caps") or {},
-                  e.get("error") or (S("gemm_busy", why=e["busy"]) if e.get("busy") else ""))
+                  e.get("error") or (S("gemm_busy", why=e["busy"]) if e.get("busy") else "")
+                  or (S("gemm_not_measured", cols=", ".join(S("col_gemm_1") if c == "1" else S("col_gemm_all", n=c)
+                                                           for c in e["not_measured"])) if e.get("not_measured") else ""))
                  for k, e in m["frameworks"].items()]
         for name, version, op, one, every, caps, note in rows:
             body.append([cell(name, name), cell(version or fmt.NA), cell(op),
