@@ -61,7 +61,8 @@ def measure(env_by_fw: dict, threads_all: int, say=print, counts=None) -> dict:
     if out:
         fresh = [k for k, e in out.items() if not e.get("cached")]
         busy = [k for k, e in out.items() if e.get("busy")]  # why, figure by figure: in the record
-        labels = [("gflops_1", "1")] * (1 in counts) + [("gflops_all", str(threads_all))] * (threads_all in counts and threads_all > 1)
+        labels = ([("gflops_1", "1")] * (1 in counts)
+                  + [("gflops_all", str(threads_all))] * (threads_all in counts and threads_all > 1))
         say(f"frameval: each framework's own float32 GEMM: " + ", ".join(
             f"{k} {'/'.join(_gf(e.get(f)) for f, _ in labels)}" for k, e in out.items())
             + f" GFLOP/s on {'/'.join(n for _, n in labels)} thread{'s' if labels[-1][1] != '1' else ''}"

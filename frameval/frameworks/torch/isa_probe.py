@@ -34,7 +34,9 @@ def folder() -> Path:
 
 
 def build() -> None:
-    """Run inductor's ISA probe with its cache in `folder()` (at build time)."""
+    """Run inductor's ISA probe with its cache in `folder()` (at build time). The
+    variable is the process's: the warm imports that go on meanwhile (`start`)
+    write nothing into inductor's cache."""
     before = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(folder())
     try:
@@ -45,8 +47,8 @@ def build() -> None:
             os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
         else:
             os.environ["TORCHINDUCTOR_CACHE_DIR"] = before
-    print(f"inductor's ISA probe: {isa or 'no vector ISA'}; {sum(f.suffix == '.so' for f in programs(folder()))} program(s) in {folder()}",
-          flush=True)
+    built = sum(f.suffix == ".so" for f in programs(folder()))
+    print(f"inductor's ISA probe: {isa or 'no vector ISA'}; {built} program(s) in {folder()}", flush=True)
 
 
 def start() -> None:

@@ -58,11 +58,6 @@ def setup(rec, mode, device, seed):
                        found_by="the check (convolution weight gradients against the reference); the H100 run",
                        cost="not measured: inductor keeps the default layout")
     if mode == "graph":
-        # inductor's vector-ISA probe, built with the environment: a machine's once, not this model's compile
-        planted = isa_probe.plant(os.environ.get("TORCHINDUCTOR_CACHE_DIR"))
-        if planted:
-            rec.note(f"torch.compile: inductor's vector-ISA probe ({len(planted)} file(s)) was built with the "
-                     "environment, as on a machine where inductor has run before; this run's graphs compile cold")
         # Lets dynamo trace torch.autograd.grad, so the backward is in the step's graph.
         torch._dynamo.config.trace_autograd_ops = True
         rec.workaround("dynamo-backward-in-step",
@@ -83,6 +78,12 @@ def setup(rec, mode, device, seed):
                      device_peak_mb=(lambda: torch.cuda.max_memory_allocated() / 1e6) if cuda else None,
                      gpu_name=torch.cuda.get_device_name(0) if cuda else None,
                      gpu_runtime={"cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version()} if cuda else None)
+    if mode == "graph":  # after the import's clock, before any compile
+        # inductor's vector-ISA probe, built with the environment: a machine's once, not this model's compile
+        planted = isa_probe.plant(os.environ.get("TORCHINDUCTOR_CACHE_DIR"))
+        if planted:
+            rec.note(f"torch.compile: inductor's vector-ISA probe ({len(planted)} file(s)) was built with the "
+                     "environment, as on a machine where inductor has run before; this run's graphs compile cold")
     print(f"torch {torch.__version__} on {dev}, {torch.get_num_threads()} threads, mode={mode}")
     return dev
 
