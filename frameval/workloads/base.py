@@ -88,6 +88,36 @@ class Pass:
     input_grad: bool = False
 
 
+# ------------------------------------------------------------------ layer timing
+@dataclass(frozen=True)
+class Op:
+    """One layer as the training step runs it, for the layer timing
+    (frameval/layers.py; each framework builds it in frameworks/<fw>/layers.py).
+
+    Unlike `Layer` (FLOPs: products only) every layer is here, the uncounted
+    ones too (BatchNorm, pooling, activations, dropout, the loss), so a slow
+    BatchNorm is not read as dispatch time. `shape`: one sample's input, channels
+    first; `args`: the kind's settings as (name, value) pairs; `uses`: what one
+    step asks of the layer, ((times, input_grad, weight_grad), ...), each use
+    one forward and the backward it needs (none where both are False);
+    `macs`: one forward's multiply-adds per sample (0: not counted)."""
+    name: str
+    kind: str
+    shape: tuple
+    args: tuple = ()
+    uses: tuple = ((1, True, True),)
+    macs: int = 0
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "kind": self.kind, "shape": list(self.shape), "args": dict(self.args),
+                "uses": [list(u) for u in self.uses], "macs": self.macs}
+
+
+# The kinds a framework's layers.py builds (docs/layers.md says what each is).
+OP_KINDS = ("conv2d", "tconv2d", "dense", "relu", "leaky_relu", "tanh", "gelu", "maxpool2d", "batchnorm2d",
+            "dropout", "lstm", "embedding", "layernorm", "attention", "softmax_ce", "bce_logits", "mse")
+
+
 def conv(h_out: int, w_out: int, c_in: int, c_out: int, k: int) -> int:
     """Multiply-adds of a k x k convolution producing an h_out x w_out x c_out map."""
     return h_out * w_out * c_out * c_in * k * k
@@ -172,6 +202,8 @@ class Workload:
     param_values: dict = field(default_factory=dict)
     # ---- FLOPs (frameval.flops)
     passes: Callable = None   # (params) -> (Pass, ...), per training sample
+    # ---- layer timing (frameval.layers): every layer as the step runs it
+    ops: Callable = None      # (params) -> (Op, ...)
     # ---- the report
     profiles: dict = field(default_factory=dict)   # profile -> notebook parameter overrides
     spec_settings: dict = field(default_factory=dict)

@@ -3,7 +3,7 @@ workload besides its notebooks. Standard library only (see base.py)."""
 from __future__ import annotations
 
 from .. import datasets
-from ..base import COMMON_PARAMS, Figure, Layer, Network, Pass, Quality, Workload, conv, dense, tconv
+from ..base import COMMON_PARAMS, Figure, Layer, Network, Op, Pass, Quality, Workload, conv, dense, tconv
 
 NETS = ("generator", "discriminator")
 NOISE = 100
@@ -51,6 +51,43 @@ def passes(params) -> tuple:
     return (Pass("G(z); backward in the G step", generator_layers()),
             Pass("D step: D(x), D(fake.detach())", d, times=2),
             Pass("G step: D(fake), updated D", d, weights=False, input_grad=True))
+
+
+def _g_ops() -> tuple:
+    """The generator: forward once, its backward (weights, and inputs but the noise's) in the G step."""
+    bn = lambda c, h: Op(f"G BatchNorm2d({c}) ({h}x{h})", "batchnorm2d", (c, h, h), (("momentum", 0.9), ("eps", 1e-5)))  # noqa: E731
+    act = lambda c, h: Op(f"G LeakyReLU(0.2) ({c}x{h}x{h})", "leaky_relu", (c, h, h), (("slope", 0.2),),  # noqa: E731
+                          ((1, True, False),))
+    tc = lambda c, o, s, h: Op(f"G tconv 5x5 {c}→{o}, stride {s} ({h}x{h} in)", "tconv2d", (c, h, h),  # noqa: E731
+                               (("out", o), ("k", 5), ("stride", s), ("pad", 2), ("output_pad", s - 1)),
+                               macs=tconv(h, h, c, o, 5))
+    return (Op("G dense 100→12,544", "dense", (NOISE,), (("out", 12544), ("bias", False)), ((1, False, True),),
+               dense(100, 12544)),
+            bn(256, 7), act(256, 7), tc(256, 128, 1, 7), bn(128, 7), act(128, 7), tc(128, 64, 2, 7), bn(64, 14),
+            act(64, 14), tc(64, 1, 2, 14),
+            Op("G tanh (1x28x28)", "tanh", (1, 28, 28), uses=((1, True, False),)))
+
+
+def _d_ops() -> tuple:
+    """The discriminator: twice in the D step (D(x), D(fake.detach()): weights,
+    no gradient for its input), once in the G step through the updated D (the
+    gradient runs down to the fake image, none for D's weights)."""
+    d2, g1 = (2, True, True), (1, True, False)  # D step, G step
+    act = lambda c, h: (Op(f"D LeakyReLU(0.2) ({c}x{h}x{h})", "leaky_relu", (c, h, h), (("slope", 0.2),),  # noqa: E731
+                           ((2, True, False), g1)),
+                        Op(f"D dropout 0.3 ({c}x{h}x{h})", "dropout", (c, h, h), (("rate", 0.3),), ((2, True, False), g1)))
+    return (Op("D conv 5x5 1→64, stride 2 (14x14 out)", "conv2d", (1, 28, 28),
+               (("out", 64), ("k", 5), ("stride", 2), ("pad", 2)), ((2, False, True), g1), conv(14, 14, 1, 64, 5)),
+            *act(64, 14),
+            Op("D conv 5x5 64→128, stride 2 (7x7 out)", "conv2d", (64, 14, 14),
+               (("out", 128), ("k", 5), ("stride", 2), ("pad", 2)), (d2, g1), conv(7, 7, 64, 128, 5)),
+            *act(128, 7),
+            Op("D dense 6,272→1", "dense", (6272,), (("out", 1),), (d2, g1), dense(6272, 1)),
+            Op("BCE on logits", "bce_logits", (1,), uses=((2, True, False), g1)))
+
+
+def ops(params=None) -> tuple:
+    return _g_ops() + _d_ops()
 
 
 def _batch(kit, x, y, seed, k):
@@ -151,7 +188,7 @@ WORKLOAD = Workload(
               Network("discriminator", 2, DISCRIMINATOR, ("discriminator", "disc", "d", "netd"))),
     sample=datasets.mnist_sample, batch=_batch, initial=_initial, forward=_forward, train=_train,
     expected=_expected, flat=_flat, kink_sensitive=True,
-    passes=passes,
+    passes=passes, ops=ops,
     profiles=PROFILES,
     spec_settings={"batch_size": 256, "lr": 1e-4, "optimizer": "Adam", "betas": [0.9, 0.999], "adam_eps": 1e-8,
                    "dtype": "float32", "epochs": 50, "leaky_relu": 0.2, "bn_momentum": 0.9, "bn_eps": 1e-5,

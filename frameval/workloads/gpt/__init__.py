@@ -8,7 +8,7 @@ Not in the default matrix (`default=False`): `--workloads gpt` or `all` runs it.
 """
 from __future__ import annotations
 
-from ..base import COMMON_PARAMS, Figure, Layer, Network, Pass, Quality, Workload
+from ..base import COMMON_PARAMS, Figure, Layer, Network, Op, Pass, Quality, Workload
 from . import spec
 
 # Training windows of two-digit problems: 9,000 training problems of 10 tokens
@@ -25,6 +25,31 @@ def layers(cfg: spec.Config = spec.SPEC) -> tuple:
     for name, macs, gi, gw in spec.layer_macs(cfg):
         out.append(Layer(name, macs * t, operands=gi, weighted=bool(gw)))
     return tuple(out)
+
+
+def ops(params=None, cfg: spec.Config = spec.SPEC) -> tuple:
+    """Every layer of the step (layer timing), per window of `context` tokens;
+    the blocks' layers once each, times the number of blocks. The attention
+    core is causal softmax(Q K^T / sqrt(d)) V over `heads` heads (its two
+    products and the softmax); the residual additions are left out (an add)."""
+    t, c, m, b = cfg.context, cfg.width, cfg.mlp, cfg.blocks
+    full, blocks, tokens = (1, True, True), (b, True, True), (t, c)
+    lin = lambda name, n_in, n_out: Op(name, "dense", (t, n_in), (("out", n_out),), (blocks,), n_in * n_out * t)  # noqa: E731
+    return (Op(f"token and position embedding ({cfg.vocab}, {t} → {c})", "embedding", (t,),
+               (("vocab", cfg.vocab), ("width", c), ("context", t)), ((1, False, True),)),
+            Op(f"LayerNorm({c}) x{b}", "layernorm", tokens, (("eps", cfg.ln_eps),), (blocks,)),
+            lin(f"attention q, k, v projection {c}→{3 * c} x{b}", c, 3 * c),
+            Op(f"causal attention, {cfg.heads} heads x{b}", "attention", (t, 3 * c), (("heads", cfg.heads),),
+               ((b, True, False),), 2 * t * c * t),
+            lin(f"attention output projection {c}→{c} x{b}", c, c),
+            Op(f"LayerNorm({c}) x{b} (before the MLP)", "layernorm", tokens, (("eps", cfg.ln_eps),), (blocks,)),
+            lin(f"MLP up {c}→{m} x{b}", c, m),
+            Op(f"GELU ({t}x{m}) x{b}", "gelu", (t, m), uses=((b, True, False),)),
+            lin(f"MLP down {m}→{c} x{b}", m, c),
+            Op(f"final LayerNorm({c})", "layernorm", tokens, (("eps", cfg.ln_eps),), (full,)),
+            Op(f"output (tied embedding) {c}→{cfg.vocab}", "dense", tokens, (("out", cfg.vocab), ("bias", False)),
+               (full,), cfg.vocab * c * t),
+            Op(f"softmax cross-entropy ({cfg.vocab} tokens)", "softmax_ce", (t, cfg.vocab), uses=((1, True, False),)))
 
 
 def _ref():
@@ -133,7 +158,7 @@ WORKLOAD = Workload(
     default_lr=spec.ADAMW["lr"], forward_outputs=("logits",), losses=("loss",),
     networks=(Network("gpt", spec.STREAM, spec.weight_table(), ("gpt", "model", "total"), init=_init),),
     sample=_sample, batch=_batch, initial=_initial, forward=_forward, train=_train, expected=_expected,
-    passes=lambda params: (Pass("step", layers()),),
+    passes=lambda params: (Pass("step", layers()),), ops=ops,
     # docs/workloads.md: the quick profile reaches 50% within its 4 epochs (1,124 steps); the full one trains 15
     profiles={"quick": {"epochs": 4}, "full": {"epochs": 15}},
     spec_settings={"batch_size": spec.BATCH_SIZE, "lr": spec.ADAMW["lr"], "optimizer": "AdamW",

@@ -3,7 +3,7 @@ workload besides its notebooks. Standard library only (see base.py)."""
 from __future__ import annotations
 
 from .. import datasets
-from ..base import COMMON_PARAMS, Figure, Layer, Network, Pass, Quality, SeedSpread, Workload, conv, dense
+from ..base import COMMON_PARAMS, Figure, Layer, Network, Op, Pass, Quality, SeedSpread, Workload, conv, dense
 
 WEIGHTS = (
     ("conv1.weight", (6, 1, 5, 5), "conv"), ("conv1.bias", (6,), "zeros"),
@@ -20,6 +20,22 @@ def layers() -> tuple:
             Layer("dense 400→120", dense(400, 120)),
             Layer("dense 120→84", dense(120, 84)),
             Layer("dense 84→10", dense(84, 10)))
+
+
+def ops(params=None) -> tuple:
+    """Every layer of the step (layer timing): the convolution on the images wants no input gradient."""
+    act = lambda shape: Op(f"ReLU {'x'.join(map(str, shape))}", "relu", shape, uses=((1, True, False),))  # noqa: E731
+    pool = lambda c, h: Op(f"max-pool 2x2 ({c}x{h}x{h})", "maxpool2d", (c, h, h), (("k", 2),), ((1, True, False),))  # noqa: E731
+    return (Op("conv 5x5 1→6, pad 2 (28x28)", "conv2d", (1, 28, 28), (("out", 6), ("k", 5), ("stride", 1), ("pad", 2)),
+               ((1, False, True),), conv(28, 28, 1, 6, 5)),
+            act((6, 28, 28)), pool(6, 28),
+            Op("conv 5x5 6→16 (10x10)", "conv2d", (6, 14, 14), (("out", 16), ("k", 5), ("stride", 1), ("pad", 0)),
+               macs=conv(10, 10, 6, 16, 5)),
+            act((16, 10, 10)), pool(16, 10),
+            Op("dense 400→120", "dense", (400,), (("out", 120),), macs=dense(400, 120)), act((120,)),
+            Op("dense 120→84", "dense", (120,), (("out", 84),), macs=dense(120, 84)), act((84,)),
+            Op("dense 84→10", "dense", (84,), (("out", 10),), macs=dense(84, 10)),
+            Op("softmax cross-entropy (10 classes)", "softmax_ce", (10,), uses=((1, True, False),)))
 
 
 def _ref():
@@ -63,7 +79,7 @@ WORKLOAD = Workload(
     # a float32 Adam can move it across (torch.compile's bias correction in float32 moved the step-2
     # pre-activations by up to 6.1e-6 of the RMS, eager PyTorch by 1.4e-6; docs/notebooks.md, "The check").
     kink_sensitive=True, kink_fraction=1e-5,
-    passes=lambda params: (Pass("step", layers()),),
+    passes=lambda params: (Pass("step", layers()),), ops=ops,
     profiles={"quick": {"epochs": 5, "max_train_samples": 0}, "full": {"dataset": "full"}},
     spec_settings={"batch_size": 64, "lr": 1e-3, "optimizer": "Adam", "betas": [0.9, 0.999], "adam_eps": 1e-8,
                    "dtype": "float32", "epochs": 5},

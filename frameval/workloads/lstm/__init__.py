@@ -3,7 +3,7 @@ about the workload besides its notebooks. Standard library only (see base.py).""
 from __future__ import annotations
 
 from .. import datasets
-from ..base import COMMON_PARAMS, Figure, Layer, Network, Pass, Quality, SeedSpread, Workload, dense
+from ..base import COMMON_PARAMS, Figure, Layer, Network, Op, Pass, Quality, SeedSpread, Workload, dense
 
 HIDDEN = 32
 WEIGHTS = (
@@ -28,6 +28,19 @@ def layers(window: int = 20, hidden: int = HIDDEN) -> tuple:
 def _passes(params) -> tuple:
     p = params or {}
     return (Pass("step", layers(int(p.get("window") or 20), int(p.get("hidden") or HIDDEN))),)
+
+
+def ops(params=None) -> tuple:
+    """Every layer of the step (layer timing): the LSTM over the whole window
+    (its gate products and gate arithmetic, as the framework runs them), the
+    last hidden state's dense layer and the loss."""
+    p = params or {}
+    window, hidden = int(p.get("window") or 20), int(p.get("hidden") or HIDDEN)
+    gates = 4 * hidden
+    return (Op(f"LSTM 1→{hidden}, {window} steps", "lstm", (window, 1), (("hidden", hidden),), ((1, False, True),),
+               window * dense(1, gates) + window * dense(hidden, gates)),
+            Op(f"dense {hidden}→1", "dense", (hidden,), (("out", 1),), macs=dense(hidden, 1)),
+            Op("mean squared error", "mse", (1,), uses=((1, True, False),)))
 
 
 def _ref():
@@ -102,7 +115,7 @@ WORKLOAD = Workload(
     networks=(Network("lstm", 3, WEIGHTS, ("lstm", "model", "total")),),
     sample=_sample, batch=datasets.labelled_batch, initial=_initial, forward=_forward,
     train=_train, expected=_expected, check_options={"lstm_biases": 1},
-    passes=_passes,
+    passes=_passes, ops=ops,
     profiles={"quick": {"epochs": 15}, "full": {}},
     spec_settings={"batch_size": 32, "lr": 1e-3, "optimizer": "Adam", "betas": [0.9, 0.999], "adam_eps": 1e-8,
                    "dtype": "float32", "epochs": 20, "window": 20, "hidden": HIDDEN},
