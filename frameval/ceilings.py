@@ -4,9 +4,13 @@ on every core, measured in its own environment exactly as its runs see it
 environment and machine), and the machine's figure as the best of numpy's BLAS
 and every framework's product.
 
-A run can go no faster than its framework's kernels: the report sets each run
-against both the machine and its own framework's ceiling, and says whether a
-gap to the fastest framework lies in the kernels or around them (`gap_kind`).
+The report shows these as the machine's figures (its GEMM table) and takes
+the machine's peak from them. It builds no share, alert or diagnosis of a run
+on a framework's GEMM: a framework's convolutions, BatchNorm and recurrent
+cells may run on other libraries than its matrix product (MXNet: its BLAS
+for the product, oneDNN for convolutions), so one product is no ceiling for a
+workload (#66). A run is set against its own framework's layer times instead
+(frameval/layers.py).
 """
 from __future__ import annotations
 
@@ -18,15 +22,11 @@ MODULE = "frameval.envscripts.gemm"
 # side that starts and stages its children (a figure timed beside a waiting child that
 # was not stopped can read low: #50): a change measures again.
 ALSO = ("frameval.idle", "frameval.nb.measure", "frameval.envscripts.__init__")
-# A framework whose ceiling is below this share of the best framework's: its gap is in the kernels.
-KERNEL_GAP = 0.5
-# A run reaching under this share of the fastest run's own share of its ceiling: the gap is around them.
-AROUND_GAP = 0.5
 
 
 def plan_counts(thread_params, threads_all: int) -> list:
-    """The thread counts whose GEMM a plan's runs are set against (report/peak.py,
-    ceiling_for): 1 where a run is on one thread (or the machine has one core),
+    """The thread counts whose GEMM a plan's runs use (the machine's peak for a run
+    is at its thread count: report/peak.py, peak_for): 1 where a run is on one thread (or the machine has one core),
     all cores where a run is on more. `thread_params`: each run's `threads`
     parameter (0 or None: all cores)."""
     ts = [int(t or 0) for t in thread_params]
@@ -147,15 +147,3 @@ def best(numpy_figure, numpy_name: str, frameworks: dict, field: str) -> tuple:
     cands = [(v, n) for v, n in cands if isinstance(v, (int, float))]
     return max(cands) if cands else (None, None)
 
-
-def gap_kind(run_share_own: float | None, fastest_share_own: float | None, ceiling: float | None,
-             best_ceiling: float | None) -> str | None:
-    """Why a run is slower than the fastest of its workload: "kernels" where its
-    framework's GEMM ceiling is below KERNEL_GAP of the best framework's,
-    "around" where it reaches under AROUND_GAP of the share of its own ceiling
-    that the fastest run reaches of its own, "both", or None (neither, or not known)."""
-    kernels = ceiling is not None and best_ceiling and ceiling < KERNEL_GAP * best_ceiling
-    around = run_share_own is not None and fastest_share_own and run_share_own < AROUND_GAP * fastest_share_own
-    if kernels and around:
-        return "both"
-    return "kernels" if kernels else "around" if around else None

@@ -64,6 +64,7 @@ class RunConfig:
     offline: str = ""       # --offline BUNDLE: every environment from the bundle (frameval/bundle/)
     probe_from: str = ""    # --probe-from FILE: an earlier probe's machine.json, checked to be this CPU's
     behaviour: bool = False  # --behaviour: tensor behaviour against NumPy and error messages (frameval/behaviour.py)
+    layers: bool = False     # --layers: every layer timed in every framework at the runs' shapes (frameval/layers.py)
     executor: str = "local"
     slurm: SlurmConfig = field(default_factory=SlurmConfig)
     # What validation found: the plan, and the user's own interpreters.
@@ -222,6 +223,16 @@ class RunConfig:
         why = constraints.first_problem(self.runs)
         if why:
             raise BadInput(why)
+        if self.layers:
+            self._check_layers()
+
+    def _check_layers(self) -> None:
+        """--layers: CPU runs only (a device's layer timing is not built), and only
+        frameworks and workloads that have layer timing."""
+        from . import layers
+        if self.device != "cpu":
+            raise BadInput(f"--layers with --device {self.device}: layers are timed on the CPU only so far")
+        layers.check([r.framework for r in self.runs], [r.workload for r in self.runs])
 
     def _threads_param(self) -> list:
         """--threads LIST as the -p threads=LIST it stands for (0 is all cores)."""

@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import __version__, behaviour, ceilings, data, envs, execute, executors, files, locks, phases, probe, provenance
+from . import __version__, behaviour, ceilings, data, envs, execute, executors, files, layers, locks, phases, probe, provenance
 from .executors.context import ExecContext, Job
 from .paths import REPO
 from .result import load as load_result, store
@@ -259,6 +259,10 @@ class Pipeline:
                 else:
                     probe.record(self.out, self.say, cpu_envs, counts=ceilings.plan_counts(
                         (r.params.get("threads") for r in self.runs), os.cpu_count() or 1))
+        if self.config.layers and self.config.executor == "local":  # cached: a rerun adds nothing
+            with self.clock("probe"):
+                layers.record(self.out, {k: e for k, e in env_by_fw.items() if isinstance(e, envs.Env)},
+                              self.runs, self.say)
         if self.config.behaviour:  # cached per environment: a rerun adds nothing
             behaviour.record(self.out, self.say, {k: e for k, e in env_by_fw.items() if isinstance(e, envs.Env)})
         with self.clock("runs"):

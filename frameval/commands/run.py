@@ -128,6 +128,10 @@ def _behaviour_option(p) -> None:
                    help="also run the behaviour cases against NumPy and the common mistakes in every framework's "
                         "environment: the report's 'Tensor behaviour against NumPy' and 'Error messages side by "
                         "side' sections (about a minute the first time, nothing on a rerun: docs/behaviour.md)")
+    p.add_argument("--layers", action="store_true",
+                   help="also time every layer of each workload's step in each framework at the runs' own batch, "
+                        "threads and mode: the report's per-layer tables, and each run set against its own "
+                        "framework's layer times (minutes the first time, cached after: docs/layers.md)")
 
 
 def _sweep_options(p) -> None:

@@ -34,6 +34,7 @@ from .modes import mode_section
 from .analysis import analyse
 from .highapi import api_section
 from .timing import timing_section
+from .layers import layer_table
 from .peak import gemm_table, machines, peak_text
 from .scaling import scaling_section
 from .versions import version_section
@@ -135,6 +136,9 @@ def _section(wl, wrows, loaded, S, problems, charts, code_counts, request, asset
                          loaded["multi_host"], code_counts, problems, an, default=broken_table)
     memory = problems.run(S("what_table", name=S("h_memory_detail") + " · " + name), memory_table, wl, wrows, S,
                           default=lambda it: {"id": f"table-memory-{wl}", "error": it["text"], "headers": [], "rows": []})
+    layer_rows = problems.run(S("what_table", name=S("h_layers") + " · " + name), layer_table, wl, wrows, S, an,
+                              default=lambda it: {"id": f"table-layers-{wl}", "error": it["text"], "headers": [],
+                                                  "rows": []})
     media = problems.run(S("what_section", name=S("h_charts") + " · " + name), workload_media, wl, wrows, S, charts,
                          request["name"], assets_dir, problems,
                          default=lambda it: {"charts": [{"error": it["text"], "caption": name}], "gifs": [], "grids": [],
@@ -149,6 +153,7 @@ def _section(wl, wrows, loaded, S, problems, charts, code_counts, request, asset
     extra = WORKLOAD_BY_KEY[wl].intro_extra(wrows, S) if wl in WORKLOAD_BY_KEY else None
     intro = S("intro_" + wl) + (" " + extra if extra else "")
     return {"id": wl, "anchor": f"wl-{wl}", "name": name, "intro": intro, "table": table, "memory": memory,
+            "layers": layer_rows,
             "media": media, "target": target, "verdict": verdict, "notes": notes, "run_notes": run_notes, "scope_notes": scope_notes(wrows),
             "repeats": any(w.steady_kind == "repeats" for w in wrows)}
 

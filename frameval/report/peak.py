@@ -1,15 +1,19 @@
 """How far each run is from the limit (#28, #35).
 
 Every row gets its achieved GFLOP/s (samples/s x the workload's required FLOPs
-per training sample, frameval/flops.py) and two shares: of this machine's peak
-(the best float32 GEMM of numpy's BLAS, uncapped, and every framework's own)
-and of its own framework's GEMM ceiling as its runs see it
-(`<out>/machine.json`: frameval/probe.py, frameval/ceilings.py), each at the
-run's thread count. The environment section shows both figures, how they were
+per training sample, frameval/flops.py) and its share of this machine's peak
+(the best float32 GEMM of numpy's BLAS, uncapped, and every framework's own:
+`<out>/machine.json`, frameval/probe.py, frameval/ceilings.py) at the run's
+thread count: the physical limit. What a run is set against in its own
+framework is the sum of that framework's layer times at the run's shapes
+(`--layers`, report/layers.py), never one GEMM figure: a framework's matrix
+product and its convolutions can run on different libraries (MXNet: its own
+BLAS, and oneDNN), so a GEMM is no ceiling for a convolution (#66). The
+environment section shows the GEMM figures as the machine's, how they were
 measured and the instruction-set caps that were set; the summary names the
 run closest to the limit, says per slower framework whether its gap to the
-fastest lies in its kernels or around them, and raises an alert for any share
-above 100% (the probe under-measured), which is never printed silently.
+fastest lies in its kernels or around them (from the layer times alone), and
+raises an alert for any share above 100%, which is never printed silently.
 
 A figure the probe could not measure idle (machine.json's "busy", each
 framework entry's "busy") is a lower bound: no share, alert or gap diagnosis
@@ -20,18 +24,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import ceilings, cpu, flops, probe
+from .. import cpu, flops, layers, probe
 from ..catalog import framework_name
 from . import fmt
 from .cells import cell, header
 from .finding import Finding
+from .layers import NO_KERNELS, Kernels, diagnosis, kernels_of
 from .media import wl_name
 from .model import at_faster_mode, best_of, fastest_by_group
 
 
 def machines(sources) -> dict:
-    """{source folder: its machine.json, or None}."""
-    return {str(s): probe.read(s) for s in sources}
+    """{source folder: its machine.json (with its layers.json as "layer_timing"), or None}."""
+    out = {}
+    for s in sources:
+        m, timing = probe.read(s), layers.read(s)
+        out[str(s)] = dict(m or {}, layer_timing=timing) if timing else m
+    return out
 
 
 def _all_threads(threads) -> bool:
@@ -56,54 +65,23 @@ def peak_for(m, threads):
     return max(got) if got else None
 
 
-def ceiling_entry(m, fw: str, version) -> dict | None:
-    """The run's framework's entry of machine.json's "frameworks": the pinned
-    version's where several versions ran, else the framework's own."""
-    fws = (m or {}).get("frameworks") or {}
-    same = [e for e in fws.values() if isinstance(e, dict) and e.get("framework") == fw]
-    exact = [e for e in same if version and e.get("version") == version]
-    if exact:
-        return exact[0]
-    if isinstance(fws.get(fw), dict):
-        return fws[fw]
-    return same[0] if same else None
-
-
-def ceiling_for(m, fw: str, version, threads):
-    """The framework's GEMM ceiling for a run: its 1-thread figure for a run on
-    1 thread, else its best over thread counts; None where not measured or
-    measured busy (never a ceiling: `ceiling_busy` says why)."""
-    e = ceiling_entry(m, fw, version)
-    if not e or e.get("busy"):
-        return None
-    if not _all_threads(threads):
-        return fmt.num(e.get("gflops_1"))
-    got = [v for v in (fmt.num(e.get(k)) for k in ("gflops_best", "gflops_1", "gflops_all")) if v]
-    return max(got) if got else None
-
-
-def ceiling_busy(m, fw: str, version) -> str | None:
-    e = ceiling_entry(m, fw, version)
-    return (e or {}).get("busy") or None
-
-
 @dataclass(frozen=True)
 class Peak:
-    """A run's training FLOPs per sample, its GFLOP/s and its shares of the
-    machine's peak and of its framework's own GEMM ceiling; None where not measured."""
+    """A run's training FLOPs per sample, its GFLOP/s, its share of the
+    machine's peak, and its step against its own framework's layer times
+    (report/layers.py); None where not measured."""
     flops: float | None = None
     gflops: float | None = None
     peak: float | None = None
     peak_share: float | None = None
-    ceiling: float | None = None
-    ceiling_share: float | None = None
     peak_busy: str | None = None     # why the peak is not available: the probe was not idle
-    ceiling_busy: str | None = None  # why the framework's ceiling is not available
+    kernels: Kernels = NO_KERNELS
 
     @property
     def over_limit(self) -> bool:
-        """Above 100% of a limit: a figure to distrust (the summary's alert says why)."""
-        return any((v or 0) > 1 for v in (self.peak_share, self.ceiling_share))
+        """Above 100% of the machine's peak, or a step faster than its own layers timed alone:
+        a figure to distrust (the summary's alert says why)."""
+        return (self.peak_share or 0) > 1 or (self.kernels.share or 0) > 1
 
 
 NO_PEAK = Peak()
@@ -118,21 +96,24 @@ def peak_of(w, by_source) -> Peak:
     if w.device != "cpu":
         m = None  # the probe measured this machine's CPU; a GPU's own figures are not built yet
     gflops = sps * f / 1e9 if sps and f else None
-    peak, ceiling = peak_for(m, threads), ceiling_for(m, w.fw, r.framework_version, threads)
-    return Peak(f, gflops, peak, gflops / peak if gflops and peak else None,
-                ceiling, gflops / ceiling if gflops and ceiling else None,
-                busy(m), ceiling_busy(m, w.fw, r.framework_version) if m else None)
+    peak = peak_for(m, threads)
+    return Peak(f, gflops, peak, gflops / peak if gflops and peak else None, busy(m), kernels_of(w, m))
 
 
 def gflops_cell(p: Peak, S):
     if p.gflops is None:
         return cell(fmt.NA, None, "na")
-    shares = [f"{fmt.sig(v * 100, 2)}%" if v is not None else fmt.NA for v in (p.peak_share, p.ceiling_share)]
+    k = p.kernels
+    shares = [f"{fmt.sig(v * 100, 2)}%" if v is not None else fmt.NA for v in (p.peak_share, k.share)]
     text = fmt.sig(p.gflops) + f" ({shares[0]} · {shares[1]})"
-    limit = lambda v, why: f"{fmt.sig(v)} GFLOP/s" if v else S("na_busy", why=why) if why else fmt.NA  # noqa: E731
+    peak = f"{fmt.sig(p.peak)} GFLOP/s" if p.peak else S("na_busy", why=p.peak_busy) if p.peak_busy else fmt.NA
+    own = S("tip_kernels", kernels=_ms(k.kernel_s), step=_ms(k.step_s)) if k.share else S("tip_kernels_none")
     return cell(text, p.gflops, "flag" if p.over_limit else "",  # flagged: the summary's alert says why
-                S("tip_gflops", flops=fmt.integer(p.flops), peak=limit(p.peak, p.peak_busy),
-                  ceiling=limit(p.ceiling, p.ceiling_busy)))
+                S("tip_gflops", flops=fmt.integer(p.flops), peak=peak, kernels=own))
+
+
+def _ms(s) -> str:
+    return f"{fmt.sig(s * 1e3)} ms" if s else fmt.NA
 
 
 # ------------------------------------------------------------------ the environment section
@@ -208,21 +189,19 @@ def _gemm_cell(v, peak):
 
 # ------------------------------------------------------------------ the summary
 def peak_findings(wl, wrows, S, an) -> list:
-    """The run closest to the machine's limit (with its share of its own
-    framework's ceiling); where the slower frameworks' gaps lie; an alert for
-    any share above 100%."""
+    """The run closest to the machine's limit (with the share of its step in its
+    own framework's layers); where the slower frameworks' gaps lie; an alert
+    for any share above 100%."""
     from .scaling import batch_series, overhead_bound
     got = [w for w in wrows if an.peak(w).peak_share is not None]
     if not got:
         return []
-    out = [Finding(kind="speed", text=S("finding_over_peak", workload=wl_name(S, wl), run=w.label,
-                                       gflops=fmt.sig(an.peak(w).gflops), items=_over_items(w, an.peak(w), S)),
-            anchor="peak", alert=True) for w in wrows if an.peak(w).over_limit]
+    out = [_over(wl, w, an.peak(w), S) for w in wrows if an.peak(w).over_limit]
     best = max(got, key=lambda w: an.peak(w).peak_share)
     p = an.peak(best)
     text = S("finding_peak", workload=wl_name(S, wl), run=best.label, gflops=fmt.sig(p.gflops),
              share=fmt.sig(p.peak_share * 100, 2), peak=fmt.sig(p.peak),
-             own=fmt.sig(p.ceiling_share * 100, 2) if p.ceiling_share is not None else fmt.NA)
+             own=S("finding_peak_own", share=fmt.sig(p.kernels.share * 100, 2)) if p.kernels.share is not None else "")
     # one claim a line: where each slower run loses, and the overhead bound, are its sub-points
     details = list(gap_items(wrows, S, an))
     bound = overhead_bound(wrows, an)
@@ -233,30 +212,34 @@ def peak_findings(wl, wrows, S, an) -> list:
     return out + [Finding(kind="speed", text=text, details=tuple(details), anchor=f"wl-{wl}")]
 
 
-def _over_items(w, p: Peak, S) -> str:
-    parts = []
+def _over(wl, w, p: Peak, S) -> Finding:
+    """The alert for a share above 100%: of the machine's peak, or of the run's own layers."""
     if (p.peak_share or 0) > 1:
-        parts.append(S("over_peak_item", what=S("over_machine"), limit=fmt.sig(p.peak), share=fmt.sig(p.peak_share * 100, 3)))
-    if (p.ceiling_share or 0) > 1:
-        parts.append(S("over_peak_item", what=S("over_own", fw=w.fw_name), limit=fmt.sig(p.ceiling),
-                       share=fmt.sig(p.ceiling_share * 100, 3)))
-    return S.join(parts)
+        item = S("over_peak_item", what=S("over_machine"), limit=fmt.sig(p.peak), share=fmt.sig(p.peak_share * 100, 3))
+        return Finding(kind="speed", text=S("finding_over_peak", workload=wl_name(S, wl), run=w.label,
+                                            gflops=fmt.sig(p.gflops), items=item), anchor="peak", alert=True)
+    k = p.kernels
+    return Finding(kind="speed", text=S("finding_over_layers", workload=wl_name(S, wl), run=w.label,
+                                        step=_ms(k.step_s), kernels=_ms(k.kernel_s), share=fmt.sig(k.share * 100, 3)),
+                   anchor=f"layers-{wl}", alert=True)
 
 
 def gap_items(wrows, S, an) -> list:
     """For each run measurably slower than its ranking's fastest: whether the gap
-    lies in its framework's kernels, around them, or both (ceilings.gap_kind)."""
+    lies in its framework's kernels or around them, from the layer times
+    (report/layers.py); where no layer was timed, one line that says so."""
     best = fastest_by_group(wrows)
     ranked = at_faster_mode(wrows)  # as the speed ranking: a framework at its faster mode only
-    out = []
+    out, untimed = [], False
     for w in ranked:
         b = best_of(w, best)
         if b is None or w is b or an.verdict(w) != "slower":
             continue
-        pw, pb = an.peak(w), an.peak(b)
-        kind = ceilings.gap_kind(pw.ceiling_share, pb.ceiling_share, pw.ceiling, pb.ceiling)
-        if kind:
-            out.append(S("gap_" + kind, run=w.label, fastest=b.label, own=fmt.sig(pw.ceiling),
-                         best=fmt.sig(pb.ceiling), share=fmt.sig((pw.ceiling_share or 0) * 100, 2),
-                         best_share=fmt.sig((pb.ceiling_share or 0) * 100, 2)))
-    return out
+        kw, kb = an.peak(w).kernels, an.peak(b).kernels
+        text = diagnosis(w, b, kw, kb, S) if kw.entry and kb.entry else None
+        if text:
+            out.append(text)
+        else:
+            untimed = True
+    return out + ([S("gap_no_layers")] if untimed and not out else [])
+

@@ -1,0 +1,144 @@
+"""Every layer of each workload's step, timed in each framework at the runs'
+own shapes (#66, `--layers`): what a run is set against instead of one GEMM
+figure, and the report's per-layer tables (report/layers.py).
+
+For each distinct (framework, workload, batch, threads, mode) among the
+plan's CPU runs, `frameval/envscripts/layers.py` times the workload's layers
+(its record's `ops`) in the framework's environment (its part
+`frameworks/<fw>/layers.py`), one child process each, staged like the GEMM
+children so that every layer is timed alone. Cached per environment, machine,
+script and workload record (frameval/envscripts/__init__.py); a figure taken
+busy is not cached. Written to `<out>/layers.json`.
+
+A step's kernel time is the sum over its layers and their uses of
+times x median: what that step asks of its framework's kernels at its shapes.
+Standard library only.
+"""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from . import cpu, envscripts, files, frameworks, idle, workloads
+from .exits import BadInput
+
+LAYERS = "layers.json"  # <out>/layers.json
+MODULE = "frameval.envscripts.layers"
+ALSO = ("frameval.idle", "frameval.nb.measure", "frameval.envscripts.__init__", "frameval.workloads.base")
+
+
+def supported(framework: str) -> bool:
+    return frameworks.has_part(framework, "layers")
+
+
+def timed(workload: str) -> bool:
+    wl = workloads.find(workload)
+    return wl is not None and wl.ops is not None
+
+
+def check(frameworks_: list, workloads_: list) -> None:
+    """--layers with a framework or workload that has no layer timing: one line, exit 2."""
+    fws = sorted({f for f in frameworks_ if not supported(f)})
+    wls = sorted({w for w in workloads_ if not timed(w)})
+    if fws or wls:
+        what = ", ".join([f"framework {f}" for f in fws] + [f"workload {w}" for w in wls])
+        raise BadInput(f"--layers: no layer timing for {what} (frameval/frameworks/<fw>/layers.py, the workload "
+                       "record's ops); leave --layers out or leave those out")
+
+
+def _sources(framework: str, workload: str) -> tuple:
+    """The modules whose change measures again: the script's, the framework's part, the workload's record."""
+    folder = Path(workloads.__file__).parent / workload
+    record = tuple(f"frameval.workloads.{workload}.{p.stem}" for p in sorted(folder.glob("*.py")))
+    return ALSO + frameworks.part_modules(framework, ("layers",)) + record
+
+
+def keys(runs) -> list:
+    """The distinct (fw_key, framework, workload, batch, threads, mode) of the plan's CPU runs."""
+    cores = os.cpu_count() or 1
+    out = []
+    for r in runs:
+        if r.device != "cpu" or not timed(r.workload) or not supported(r.framework):
+            continue
+        k = (r.fw_key, r.framework, r.workload, int(r.params.get("batch_size") or 0),
+             int(r.params.get("threads") or 0) or cores, r.mode)
+        if k not in out:
+            out.append(k)
+    return out
+
+
+def _call(env, framework, workload, batch, threads, mode) -> dict:
+    return dict(env=env, module=MODULE, args=[framework, workload, batch, threads, mode],
+                env_vars={v: threads for v in cpu.THREAD_VARS}, timeout=900,
+                also=_sources(framework, workload))
+
+
+def measure(env_by_fw: dict, runs, say=print) -> dict:
+    """{"entries": [one script line per key, with "fw_key"], "seconds", "load_before", ...}."""
+    t0, load = time.perf_counter(), idle.load()
+    todo = [(k, env_by_fw.get(k[0])) for k in keys(runs)]
+    todo = [(k, e) for k, e in todo if hasattr(e, "python")]  # one that did not build: its runs failed already
+    calls = [_call(e, *k[1:]) for k, e in todo]
+    got = envscripts.run_staged(calls, batch=max(2, idle.cores()))
+    entries = [dict(g, fw_key=k[0], framework=k[1], workload=k[2], batch=k[3], threads=k[4], mode=k[5])
+               for (k, _), g in zip(todo, got)]
+    out = {"entries": entries, "load_before": load, "load_after": idle.load(),
+           "seconds": round(time.perf_counter() - t0, 2), "measured": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    fresh = [e for e in entries if not e.get("cached")]
+    bad = [f"{e['fw_key']} {e['workload']} {e['mode']}" for e in entries if "error" in e]
+    say(f"frameval: every layer timed at the runs' shapes: {len(entries)} framework x workload x mode in "
+        f"{out['seconds']:.1f} s ({len(fresh)} measured, {len(entries) - len(fresh)} cached; load {load})"
+        + (f"; could not run: {', '.join(bad)}" if bad else ""))
+    return out
+
+
+def record(out_dir, env_by_fw: dict, runs, say=print) -> dict:
+    """Measure and write `<out_dir>/layers.json`."""
+    m = measure(env_by_fw, runs, say)
+    files.atomic_write_json(Path(out_dir) / LAYERS, m)
+    return m
+
+
+def read(folder) -> dict | None:
+    m = files.read_json(Path(folder) / LAYERS, None)
+    return m if isinstance(m, dict) else None
+
+
+# ------------------------------------------------------------------ derived figures (the report's)
+def use_flops(op: dict, ig: bool, wg: bool) -> int:
+    """FLOPs per sample of one use of a layer: its forward's products, again for
+    the input gradient (twice for attention's two activation operands) and for
+    the weight gradient, each where the use asks for it (frameval/flops.py's rule)."""
+    f = 2 * (op.get("macs") or 0)
+    operands = 2 if op.get("kind") == "attention" else 1
+    return f * (1 + (operands if ig else 0) + (1 if wg and op.get("kind") != "attention" else 0))
+
+
+def op_time(row: dict, field: str = "uses") -> float | None:
+    """Seconds a step spends in one layer (times x median over its uses); None where a use failed."""
+    uses = row.get(field) or []
+    if not uses or any("median_s" not in u for u in uses):
+        return None
+    return sum(u["times"] * u["median_s"] for u in uses)
+
+
+def op_flops(row: dict) -> int:
+    """FLOPs per sample the step asks of one layer, over its uses."""
+    return sum(u["times"] * use_flops(row, u["input_grad"], u["weight_grad"]) for u in row.get("uses") or [])
+
+
+def step_kernel_s(entry: dict) -> float | None:
+    """The sum of a framework's layer times for one step; None where any layer failed."""
+    ts = [op_time(r) for r in entry.get("ops") or []]
+    return None if not ts or any(t is None for t in ts) else sum(ts)
+
+
+def entry_for(m: dict | None, framework: str, workload: str, batch, threads, mode, version=None) -> dict | None:
+    """The entry a run is set against: its framework (its version where several
+    were timed), workload, batch, threads and mode; None where none was timed."""
+    same = [e for e in (m or {}).get("entries") or [] if "error" not in e and (
+        e.get("framework"), e.get("workload"), e.get("batch"), e.get("threads"), e.get("mode")) == (
+        framework, workload, batch, threads, mode)]
+    exact = [e for e in same if version and e.get("version") == version]
+    return (exact or same or [None])[0]
