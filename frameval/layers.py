@@ -109,10 +109,17 @@ def read(folder) -> dict | None:
 def use_flops(op: dict, ig: bool, wg: bool) -> int:
     """FLOPs per sample of one use of a layer: its forward's products, again for
     the input gradient (twice for attention's two activation operands) and for
-    the weight gradient, each where the use asks for it (frameval/flops.py's rule)."""
+    the weight gradient, each where the use asks for it (frameval/flops.py's rule).
+    An LSTM's backward runs through its recurrence whatever its input wants: the
+    gradient of h for every step but the first (whose h is the zero state)."""
     f = 2 * (op.get("macs") or 0)
-    operands = 2 if op.get("kind") == "attention" else 1
-    return f * (1 + (operands if ig else 0) + (1 if wg and op.get("kind") != "attention" else 0))
+    kind = op.get("kind")
+    if kind == "lstm":
+        (steps, n_in), hidden = op["shape"], op["args"]["hidden"]
+        through_h = 2 * (steps - 1) * hidden * 4 * hidden if ig or wg else 0
+        return f + through_h + (2 * steps * n_in * 4 * hidden if ig else 0) + (f if wg else 0)
+    operands = 2 if kind == "attention" else 1
+    return f * (1 + (operands if ig else 0) + (1 if wg and kind != "attention" else 0))
 
 
 def op_time(row: dict, field: str = "uses") -> float | None:

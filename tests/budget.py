@@ -38,6 +38,7 @@ FILES = {
     "test_compare.py": (2, 30),
     "test_config.py": (1, 70),
     "test_defects.py": (2, 160),
+    "test_layers.py": (1, 420),  # every framework's layer script on three workloads, then --layers on LeNet in 7
     "test_envs.py": (0, 950),  # the 42-run `matrix` fixture (about 600 s idle alone, 815 s beside the other worker) is charged to its first user
     "test_faults.py": (11, 440),
     "test_gemm.py": (0, 60),  # each framework's own GEMM script on 1 and 2 threads, in its environment: 46 s alone

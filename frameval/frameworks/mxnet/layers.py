@@ -106,20 +106,25 @@ def _lstm(op):
     return seq
 
 
+def _conv(op, builtin):
+    """Gluon's Conv2D / Conv2DTranspose, or the DCGAN notebook's substitute where it uses one."""
+    c_in, out, k = op["shape"][0], _arg(op, "out"), _arg(op, "k")
+    stride, pad = _arg(op, "stride", 1), _arg(op, "pad", 0)
+    if op["kind"] == "conv2d":
+        return nn.Conv2D(out, k, strides=stride, padding=pad, in_channels=c_in, use_bias=_arg(op, "bias", True))
+    if out == 1 and not builtin:  # the defect's case: one output channel
+        if (k, stride, pad) != (5, 2, 2):
+            raise NotImplementedError("the notebook's substitute is the 5x5, stride 2, pad 2 one only")
+        return _weighted(_tconv_as_conv(1), weight=(c_in, 1, 5, 5))
+    return nn.Conv2DTranspose(out, k, strides=stride, padding=pad, output_padding=_arg(op, "output_pad", 0),
+                              in_channels=c_in, use_bias=_arg(op, "bias", False))
+
+
 def _block(op, builtin):
     """The layer as a Gluon HybridBlock of its input (a loss's: of its input and target)."""
     k, shape = op["kind"], op["shape"]
-    if k == "conv2d":
-        return nn.Conv2D(_arg(op, "out"), _arg(op, "k"), strides=_arg(op, "stride", 1), padding=_arg(op, "pad", 0),
-                         in_channels=shape[0], use_bias=_arg(op, "bias", True))
-    if k == "tconv2d":
-        if _arg(op, "out") == 1 and not builtin:  # where the notebook substitutes it: one output channel
-            if (_arg(op, "k"), _arg(op, "stride")) != (5, 2):
-                raise NotImplementedError("the notebook's substitute is 5x5 stride 2 only")
-            return _weighted(_tconv_as_conv(1), weight=(shape[0], 1, 5, 5))
-        return nn.Conv2DTranspose(_arg(op, "out"), _arg(op, "k"), strides=_arg(op, "stride", 1),
-                                  padding=_arg(op, "pad", 0), output_padding=_arg(op, "output_pad", 0),
-                                  in_channels=shape[0], use_bias=_arg(op, "bias", False))
+    if k in ("conv2d", "tconv2d"):
+        return _conv(op, builtin)
     if k == "dense":  # FullyConnected; flatten=False keeps the GPT's (T, N) tokens, the same kernel on (N,)
         return nn.Dense(_arg(op, "out"), use_bias=_arg(op, "bias", True), flatten=False, in_units=shape[-1])
     if k == "batchnorm2d":  # batch statistics inside autograd.record()
@@ -164,28 +169,32 @@ def _inputs(op, batch):
     return x, None
 
 
+def _layer(op, mode, builtin, weight_grad, target):
+    """The layer as a function of its input, and the weights whose gradients the use wants."""
+    k = op["kind"]
+    if k == "mse":  # the LSTM notebook's, written out, imperative in both modes (Gluon's L2Loss is half of it)
+        return lambda x: ((x - target) ** 2).mean(), []
+    block = _block(op, builtin)
+    block.initialize()
+    if mode == "graph":
+        block.hybridize(static_alloc=True)
+    params = list(block.collect_params().values())
+    if not weight_grad:
+        for p in params:
+            p.grad_req = "null"
+    weights = [p for p in params if p.grad_req != "null"]  # BatchNorm's running statistics have none
+    if k in LOSSES:  # the notebooks' batch mean of the per-sample loss, imperative
+        return lambda x: block(x, target).mean(), weights
+    return block, weights
+
+
 def build(op: dict, batch: int, input_grad: bool, weight_grad: bool, mode: str, builtin: bool = False):
     """run(): one forward of the layer at `batch`, and the backward the use needs."""
     mx.random.seed(0)  # dropout masks
     k = op["kind"]
     x, target = _inputs(op, batch)
-    block = None if k == "mse" else _block(op, builtin)
-    weights = []
-    if block is not None:
-        block.initialize()
-        if mode == "graph":
-            block.hybridize(static_alloc=True)
-        for p in block.collect_params().values():
-            if not weight_grad:
-                p.grad_req = "null"
-        weights = [p for p in block.collect_params().values() if p.grad_req != "null"]
-    if k == "mse":  # the LSTM notebook's, written out (Gluon's L2Loss is half of it)
-        fwd = lambda x: ((x - target) ** 2).mean()  # noqa: E731
-    elif k in LOSSES:  # the notebooks' batch mean of the per-sample loss
-        fwd = lambda x: block(x, target).mean()  # noqa: E731
-    else:
-        fwd = block
-    wants_x = input_grad and k != "embedding"
+    fwd, weights = _layer(op, mode, builtin, weight_grad, target)
+    wants_x = input_grad and k != "embedding"  # token ids have no gradient
     if wants_x:
         x.attach_grad()
     if not (wants_x or weights):
@@ -195,12 +204,12 @@ def build(op: dict, batch: int, input_grad: bool, weight_grad: bool, mode: str, 
             nd.waitall()
         return forward
     with autograd.train_mode():
-        probe = fwd(x)
+        probe = fwd(x)  # builds the CachedOp in graph mode
     upstream = None if k in LOSSES else nd.array(np.random.RandomState(1).standard_normal(probe.shape))
 
     def run():
         with autograd.record():
             out = fwd(x)
         out.backward(upstream)
-        nd.waitall()
+        nd.waitall()  # MXNet is asynchronous: the backward is done when its gradients are written
     return run
