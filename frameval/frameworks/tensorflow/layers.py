@@ -101,7 +101,7 @@ def _written(op, owner):
     k, n = op["kind"], op["shape"][-1]
     add = lambda shape, init: owner.add_weight(shape=shape, initializer=init)  # noqa: E731
     if k == "embedding":
-        wte, wpe = add((_arg(op, "vocab"), _arg(op, "width")), "random_normal"), add((_arg(op, "context"), _arg(op, "width")), "random_normal")
+        wte, wpe = (add((_arg(op, rows), _arg(op, "width")), "random_normal") for rows in ("vocab", "context"))
         return lambda idx: tf.gather(wte, idx) + wpe[: tf.shape(idx)[1]]
     if k == "layernorm":
         w, b, eps = add((n,), "ones"), add((n,), "zeros"), _arg(op, "eps")
@@ -143,7 +143,8 @@ def _loss(k, target):
     if k == "softmax_ce":
         return lambda x: tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=target, logits=x))
     if k == "bce_logits":
-        return lambda x: tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(labels=tf.fill(tf.shape(x), 1.0), logits=x))
+        return lambda x: tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(labels=tf.fill(tf.shape(x), 1.0),
+                                                                                logits=x))
     return lambda x: tf.reduce_mean(tf.square(x - target))
 
 
@@ -172,7 +173,8 @@ def build(op: dict, batch: int, input_grad: bool, weight_grad: bool, mode: str, 
     probe = fwd(x)  # Keras builds its weights on the first call: eagerly, before any trace
     weights = [w for o in owners for w in o.trainable_variables] if weight_grad else []
     input_grad = input_grad and x.dtype.is_floating  # never for the embedding's ids
-    upstream = tf.constant(np.random.default_rng(1).standard_normal(probe.shape), tf.float32) if probe.shape.rank else None
+    rng = np.random.default_rng(1)
+    upstream = tf.constant(rng.standard_normal(probe.shape), tf.float32) if probe.shape.rank else None  # loss: 1
 
     def step(x):
         wrt = ([x] if input_grad else []) + weights
