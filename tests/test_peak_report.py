@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -122,6 +123,9 @@ def test_the_layer_table_adds_up_and_marks_the_slowest(built):
     assert cells[1].startswith("0.0208 ms") and cells[3].startswith("3.50 ms") and "×168" in cells[3]
     total = next(line for line in md.splitlines() if line.startswith("| sum of the layers |"))
     assert "| 0.250 ms | 0.300 ms | 3.77 ms |" in total  # 12 layers: 11 at 0.3/12 ms and the conv's 3.5 ms
+    assert "![LeNet-5 (MNIST classification): each run's layers stacked, beside its measured step" in md
+    png = re.search(r"\]\(([^)]*lenet-layers\.png)\)", md).group(1)
+    assert (Path(built["info"]["md"]).parent / png).stat().st_size > 1000
 
 
 def test_without_layer_times_no_kernel_diagnosis_and_no_gemm_alert(untimed):

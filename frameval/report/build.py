@@ -34,7 +34,7 @@ from .modes import mode_section
 from .analysis import analyse
 from .highapi import api_section
 from .timing import timing_section
-from .layers import layer_table
+from .layers import layer_chart, layer_table
 from .peak import gemm_table, machines, peak_text
 from .scaling import scaling_section
 from .versions import version_section
@@ -139,6 +139,8 @@ def _section(wl, wrows, loaded, S, problems, charts, code_counts, request, asset
     layer_rows = problems.run(S("what_table", name=S("h_layers") + " · " + name), layer_table, wl, wrows, S, an,
                               default=lambda it: {"id": f"table-layers-{wl}", "error": it["text"], "headers": [],
                                                   "rows": []})
+    if layer_rows and "error" not in layer_rows:
+        layer_rows["chart"] = layer_chart(wl, wrows, S, an, charts, problems)
     media = problems.run(S("what_section", name=S("h_charts") + " · " + name), workload_media, wl, wrows, S, charts,
                          request["name"], assets_dir, problems,
                          default=lambda it: {"charts": [{"error": it["text"], "caption": name}], "gifs": [], "grids": [],

@@ -156,6 +156,41 @@ class Charts:
                 fig.text(0.01, -0.02, note, fontsize=7, color="#555", ha="left", va="top")
             return self._save(fig, name)
 
+    def stacked_vs_step(self, name, title, ylabel, labels, layers, steps, step_label, note=None):
+        """Per run (labels): its layer times stacked (layers: [(layer, [value per run])]), and
+        beside it its measured step (steps: [value per run], hatched): what lies outside the
+        layers shows as the step's bar above the stack. None when nothing is plottable."""
+        if not labels or not any(plottable(v) is not None for v in steps):
+            return None
+        with plt.rc_context(self.rc):
+            fig, axes = self._fig(w=max(5.0, 1.2 * len(labels) + 3.5), h=3.6)
+            ax = axes[0][0]
+            cmap = plt.get_cmap("tab20")
+            bottoms = [0.0] * len(labels)
+            for k, (layer, vals) in enumerate(layers):
+                vv = [plottable(v) or 0.0 for v in vals]
+                ax.bar([i - 0.2 for i in range(len(labels))], vv, width=0.38, bottom=bottoms, label=layer,
+                       color=cmap(k % 20), edgecolor="#333", linewidth=0.4)
+                bottoms = [b + v for b, v in zip(bottoms, vv)]
+            st = [plottable(v) or 0.0 for v in steps]
+            ax.bar([i + 0.2 for i in range(len(labels))], st, width=0.38, color="#ddd", edgecolor="#333",
+                   linewidth=0.6, hatch="//", label=step_label)
+            for i, (b, v) in enumerate(zip(bottoms, st)):
+                ax.annotate(fmt.sig(b), (i - 0.2, b), ha="center", va="bottom", fontsize=7, xytext=(0, 2),
+                            textcoords="offset points")
+                ax.annotate(fmt.sig(v), (i + 0.2, v), ha="center", va="bottom", fontsize=7, xytext=(0, 2),
+                            textcoords="offset points")
+            ax.set_xticks(range(len(labels)))
+            ax.set_xticklabels(labels, fontsize=8)
+            ax.set_ylabel(ylabel)
+            ax.set_title(title)
+            ax.margins(y=0.15)
+            ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+            if note:
+                fig.text(0.01, -0.02, note, fontsize=7, color="#555", ha="left", va="top")
+            self.specs[f"{self.prefix}{name}.png"] = {"stacks": bottoms, "steps": st}
+            return self._save(fig, name)
+
     def grouped_bars(self, name, title, ylabel, labels, series):
         """series: [(series label, [values per label], hatch)] -> grouped bars; None when empty."""
         series = [s for s in series if any(plottable(v) is not None for v in s[1])]

@@ -155,3 +155,28 @@ def layer_table(wl: str, wrows, S, an) -> dict | None:
             "headers": [header(S("col_layer"))] + [header(label, True, e.get("how") or "") for label, e, _ in cols],
             "intro": S("layers_intro", batch=" / ".join(sorted({str(e["batch"]) for _, e, _ in cols})),
                        threads=" / ".join(sorted({str(e["threads"]) for _, e, _ in cols})))}
+
+
+# Layers drawn one by one in the chart; the rest of a workload's layers make one segment.
+CHART_LAYERS = 7
+
+
+def layer_chart(wl: str, wrows, S, an, charts, problems) -> dict | None:
+    """Each run's layer times stacked beside its measured step (ms a step): the
+    part of the step outside the layers shows as its own height. The layers that
+    take the most time over all runs are drawn one by one, the rest as one."""
+    from .media import figure, wl_name
+    cols = _entries(wrows, an)
+    if not cols:
+        return None
+    ops = cols[0][1].get("ops") or []
+    per = [[(layers.op_time(e["ops"][i]) or 0.0) * 1e3 for i in range(len(ops))] for _, e, _ in cols]
+    order = sorted(range(len(ops)), key=lambda i: -sum(p[i] for p in per))
+    top, rest = order[:CHART_LAYERS], order[CHART_LAYERS:]
+    stacks = [(ops[i]["name"], [p[i] for p in per]) for i in top]
+    if rest:
+        stacks.append((S("layers_chart_rest", n=len(rest)), [sum(p[i] for i in rest) for p in per]))
+    steps = [(p.kernels.step_s or 0.0) * 1e3 for *_, p in cols]
+    cap = S("chart_layers", workload=wl_name(S, wl))
+    return figure(problems, S, cap, charts.stacked_vs_step, f"{wl}-layers", cap, S("axis_ms_step"),
+                  [label for label, _, _ in cols], stacks, steps, S("layers_step"))
