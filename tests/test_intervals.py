@@ -124,14 +124,35 @@ def test_runs_of_two_sizes_are_ranked_apart_side_by_side():
 
 @pytest.mark.fast
 def test_memory_within_two_percent_is_not_ranked():
+    """What training adds is ranked (#67), and a difference under 2% of the level is no ranking."""
     from frameval.report.findings import memory_findings
+
+    def mem(r, before, peak):
+        r["peak_rss_mb"] = peak
+        r["memory"] = {"method": "clear_refs", "before_training_mb": before, "training_peak_mb": peak,
+                       "training_increment_mb": peak - before}
     a, b = _result("torch", 10_000, 0.01, 1), _result("tensorflow", 9_000, 0.01, 2)
-    a["peak_rss_mb"], b["peak_rss_mb"] = 500.0, 509.0
+    mem(a, 400.0, 500.0), mem(b, 400.0, 509.0)  # adds 100 and 109 MB: 9 MB, under 2% of 509
     text = memory_findings("lenet", _rows(a, b), Strings("en"))[0].text
-    assert "within 2% in every run" in text and "not ranked" in text and "lowest" not in text
-    b["peak_rss_mb"] = 511.0
+    assert "of the level in every run" in text and "not ranked" in text and "least" not in text
+    mem(b, 290.0, 411.0)  # a lower level that adds more: TensorFlow adds the most, 121 MB
     text = memory_findings("lenet", _rows(a, b), Strings("en"))[0].text
-    assert "the lowest peak host memory in training (RSS) is PyTorch graph, 500 MB" in text
+    assert "training adds the least host memory" in text and "in PyTorch graph, 100 MB; the most in TensorFlow graph, 121 MB" in text
+
+
+@pytest.mark.fast
+def test_memory_parts_read_older_results_by_their_method():
+    """Before #67 a run without the high-water reset stored its increment as training_peak_mb."""
+    from frameval.result import Result
+    reset = Result.from_dict({"memory": {"method": "clear_refs", "before_training_mb": 400.0, "training_peak_mb": 450.0,
+                                         "after_import_mb": 300.0, "after_data_mb": 310.0, "after_check_mb": 390.0}})
+    assert reset.memory_parts() == {"import": 300.0, "check": 80.0, "training": 50.0, "reset": True}
+    old = Result.from_dict({"memory": {"method": "peak minus level before training", "before_training_mb": 400.0,
+                                       "training_peak_mb": 60.0}})
+    assert old.memory_parts()["training"] == 60.0 and old.memory_parts()["reset"] is False
+    new = Result.from_dict({"memory": {"method": "peak minus level before training", "before_training_mb": 400.0,
+                                       "increment_without_reset_mb": 70.0}})
+    assert new.memory_parts()["training"] == 70.0
 
 
 def _mode_result(fw, mode, sps, first_s, noise=0.01, seed=0):

@@ -626,8 +626,11 @@ class Recorder:
 
     def _summarise_memory(self):
         """peak_rss_mb is the training's own peak: the high-water mark reset just
-        before the first epoch, or (where that cannot be done) the process peak
-        minus the level before training. The process peak is kept beside it."""
+        before the first epoch (a level: the import and what the check left are in
+        it), with training_increment_mb, that peak over the level before training.
+        Where the reset cannot be done, increment_without_reset_mb is the process
+        peak over that level (an upper bound) and there is no training peak. The
+        process peak is kept beside them."""
         mem, process = self.result["memory"], measure.peak_rss_mb()
         hwm = measure.hwm_mb() if getattr(self, "_hwm_reset", False) else None
         if process is not None and hwm is not None:
@@ -635,10 +638,13 @@ class Recorder:
         mem["process_peak_mb"] = _round(process)
         if "before_training_mb" not in mem:
             return
-        if hwm is not None:
+        before = mem["before_training_mb"]
+        if hwm is not None:  # one meaning each (#67): the peak is a level, the increment is over the level before
             mem["training_peak_mb"] = _round(hwm)
-        elif process is not None and mem["before_training_mb"] is not None:
-            mem["training_peak_mb"] = _round(process - mem["before_training_mb"])
+            mem["training_increment_mb"] = _round(hwm - before) if before is not None else None
+        elif process is not None and before is not None:
+            # no reset here: the process's peak (import and check included) over the level before training
+            mem["increment_without_reset_mb"] = _round(process - before)
         self.result["peak_rss_mb"] = mem.get("training_peak_mb")
 
     def write(self, status: str = "ok") -> Path:

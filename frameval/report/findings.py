@@ -85,20 +85,22 @@ def _rests_on(best, others, S, an) -> str:
 
 
 def memory_findings(wl, wrows, S) -> list:
+    """Ranks what training adds (#67): the training peak over the level just before
+    training, not a level that holds the import and what the check left resident."""
     out = []
     devices = sorted({w.device for w in wrows})
+    added = lambda w: fmt.num(w.result.memory_parts()["training"])  # noqa: E731
     for dev in devices:
-        ok = [w for w in wrows if w.ok and w.device == dev and fmt.num(w.result.peak_rss_mb) is not None]
+        ok = [w for w in wrows if w.ok and w.device == dev and added(w) is not None]
         if not ok:
             continue
-        lo = min(ok, key=lambda w: fmt.num(w.result.peak_rss_mb))
-        hi = max(ok, key=lambda w: fmt.num(w.result.peak_rss_mb))
+        lo, hi = min(ok, key=added), max(ok, key=added)
         key = "finding_memory" if lo is not hi else "finding_memory_single"
-        if lo is not hi and fmt.num(hi.result.peak_rss_mb) < fmt.num(lo.result.peak_rss_mb) * (1 + MEMORY_TIE):
-            key = "finding_memory_within"  # memory is near-deterministic, but 2% is not a ranking
+        if lo is not hi and added(hi) - added(lo) < max(MEMORY_TIE * fmt.num(hi.result.peak_rss_mb or 0) or 0, 1.0):
+            key = "finding_memory_within"  # a difference of a few MB in a level of hundreds is not a ranking
         out.append(Finding(kind="memory", anchor=f"wl-{wl}",
                     text=S(key, workload=wl_name(S, wl) + dev_suffix(S, dev, devices), run=lo.label,
-                              mb=fmt.mb(lo.result.peak_rss_mb), run2=hi.label, mb2=fmt.mb(hi.result.peak_rss_mb),
+                              mb=fmt.mb(added(lo)), run2=hi.label, mb2=fmt.mb(added(hi)),
                               pct=f"{MEMORY_TIE * 100:.0f}%")))
     out += _device_memory_finding(wl, wrows, S)
     return out

@@ -67,7 +67,8 @@ def workload_media(wl, wrows, S, charts, name, assets_dir: Path, problems):
     cap = S("chart_speed", workload=wlname)
     out["charts"].append(figure(problems, S, cap, charts.bars, f"{wl}-speed", cap, S("axis_samples_per_s"), speed,
                                 whisk, S("chart_speed_note")))
-    series = [(S("series_peak_rss"), [w.result.peak_rss_mb for w in ok], ""),
+    series = [(S("series_peak_rss"), [w.result.memory_parts()["training"] for w in ok], ""),
+              (S("series_mem_check"), [w.result.memory_parts()["check"] for w in ok], ""),
               (S("series_rss_import"), [w.result.rss_after_import_mb for w in ok], ""),
               (S("series_peak_device"), [w.result.peak_device_mb for w in ok], "//")]
     cap = S("chart_memory", workload=wlname)
@@ -108,8 +109,8 @@ def _speed_panels(rows, wls, S, an):
 def _memory_panels(rows, wls, S, an):
     panels = []
     for wl in wls:
-        m = sorted([(w, fmt.num(w.result.peak_rss_mb)) for w in rows if w.workload == wl and w.ok
-                    and fmt.num(w.result.peak_rss_mb) is not None], key=lambda x: x[1])
+        m = sorted([(w, fmt.num(w.result.memory_parts()["training"])) for w in rows if w.workload == wl and w.ok
+                    and fmt.num(w.result.memory_parts()["training"]) is not None], key=lambda x: x[1])
         if m:
             lo = m[0][1]
             panels.append((wl_name(S, wl), S("axis_mb"), [(w.label, mb, w.fw, mb == lo) for w, mb in m]))

@@ -69,7 +69,8 @@ def _heads(S, opt, qcols):
               header(S("col_samples_per_s"), True, S("tip_samples_per_s")),
               header(S("col_vs_fastest"), True, S("tip_vs_fastest")),
               header(S("col_gflops"), True, S("tip_gflops_col")),
-              header(S("col_peak_rss"), True, S("tip_peak_rss")), header(S("col_rss_import"), True),
+              header(S("col_peak_rss"), True, S("tip_peak_rss")), header(S("col_mem_check_part"), True, S("tip_mem_check_part")),
+              header(S("col_rss_import"), True),
               header(S("col_peak_device"), True, S("tip_peak_device")),
               header(S("col_energy"), True, S("tip_energy")),
               header(S("col_graph_scope"), False, S("tip_graph_scope")), header(S("col_params"), True)]
@@ -123,8 +124,10 @@ def _line(w, c):
     rivals = [x for x in c["ranked"] if x is not best and x.counted and speed_ratio(x, best) is not None]
     cells.append(ratio_cell(w, best, S, c["an"].interval(w), ranked=bool(rivals)))
     cells.append(gflops_cell(c["an"].peak(w), S))
-    cells.append(_mb_cell(r.peak_rss_mb, S("tip_peak_rss_method", method=r.memory.get("method"))
-                          if r.memory.get("method") else S("tip_peak_rss_old")))
+    parts = r.memory_parts()  # one meaning a column (#67): import, check and training as parts
+    cells.append(_mb_cell(parts["training"], S("tip_peak_rss_method", method=r.memory.get("method"))
+                          if r.memory.get("method") else S("tip_peak_rss_old"), bound=not parts["reset"]))
+    cells.append(_mb_cell(parts["check"]))
     cells.append(_mb_cell(r.rss_after_import_mb))
     cells.append(_device_mem_cell(w, S))
     cells.append(_energy_cell(r, S))
@@ -187,8 +190,9 @@ def _sps_cell(w):
     return cell(t, v)
 
 
-def _mb_cell(v, title=""):
-    return cell(fmt.mb(v), fmt.num(v), "na" if fmt.is_na(v) else "", title)
+def _mb_cell(v, title="", bound=False):
+    """MB; `bound`: an upper bound (the process peak over a level, read without the reset): "≤"."""
+    return cell(("≤ " if bound and not fmt.is_na(v) else "") + fmt.mb(v), fmt.num(v), "na" if fmt.is_na(v) else "", title)
 
 
 def _device_mem_cell(w, S):

@@ -212,6 +212,26 @@ class Result:
         h = as_dict(self.environment.get("machine")).get("hostname")
         return None if h is None or h == "" else str(h)
 
+    def memory_parts(self) -> dict:
+        """The run's resident memory in parts (#67), each None where not recorded:
+        "import" (after the framework's import), "check" (what the numerical check and
+        its compiles left resident: after the check over after the data), "training"
+        (the training peak over the level just before training) and "reset" (whether
+        that peak was read after a reset of the high-water mark; False: the process
+        peak over that level, an upper bound). Older results are read by their method:
+        before #67 a run without the reset stored its increment as training_peak_mb."""
+        m = self.memory
+        num = lambda k: m.get(k) if isinstance(m.get(k), (int, float)) and not isinstance(m.get(k), bool) else None  # noqa: E731
+        before, peak = num("before_training_mb"), num("training_peak_mb")
+        reset = m.get("method") == "clear_refs"
+        training = num("training_increment_mb") if "training_increment_mb" in m else (
+            num("increment_without_reset_mb") if "increment_without_reset_mb" in m else (
+                (peak - before if peak is not None and before is not None else None) if reset else peak))
+        after_data, after_check = num("after_data_mb"), num("after_check_mb")
+        return {"import": num("after_import_mb"),
+                "check": after_check - after_data if after_check is not None and after_data is not None else None,
+                "training": training, "reset": reset}
+
     def metric(self, key: str):
         """A workload's figure (test_acc, val_rmse, gen_loss ...): the top-level
         value, else the last epoch's (catalog.final_value), as recorded."""
