@@ -199,17 +199,19 @@ def _layer(op, x, builtin):
 
 def _step(fwd, input_grad, weight_grad):
     """The forward alone, or with jax.vjp only the gradients the use needs (un-jitted, a gradient not asked for
-    would be computed all the same): (params, x, extra, upstream) -> (output or gradients, running statistics)."""
+    would be computed all the same): (params, x, extra, upstream) -> (output, running statistics, gradients).
+    The output is returned as the step's next layer would use it: under jit a linear layer's backward does not
+    read it, and XLA would drop an unused forward."""
     def step(params, x, extra, upstream):
         if weight_grad and input_grad:
-            _, pull, aux = jax.vjp(lambda p, x: fwd(p, x, extra), params, x, has_aux=True)
+            out, pull, aux = jax.vjp(lambda p, x: fwd(p, x, extra), params, x, has_aux=True)
         elif weight_grad:
-            _, pull, aux = jax.vjp(lambda p: fwd(p, x, extra), params, has_aux=True)
+            out, pull, aux = jax.vjp(lambda p: fwd(p, x, extra), params, has_aux=True)
         elif input_grad:
-            _, pull, aux = jax.vjp(lambda x: fwd(params, x, extra), x, has_aux=True)
+            out, pull, aux = jax.vjp(lambda x: fwd(params, x, extra), x, has_aux=True)
         else:
             return fwd(params, x, extra)
-        return pull(upstream), aux
+        return out, aux, pull(upstream)
     return step
 
 

@@ -7,7 +7,6 @@ compiled alone on its first call; eager is PYNATIVE_MODE, the same cell op by
 op. Standard library + the framework, loaded only in its own environment."""
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 
@@ -85,14 +84,17 @@ class _FusedAttention(_Attention):
                                          input_layout="BSH")
 
 
+def _normal(shape, name):
+    """A Parameter as the GPT initialises its embeddings, normal(0, 0.02)."""
+    return ms.Parameter(Tensor(np.random.RandomState(0).normal(0, 0.02, shape).astype(np.float32)), name=name)
+
+
 class _Embedding(nn.Cell):
     """The GPT notebook's token and position embedding: two Parameters, a gather and a slice."""
 
     def __init__(self, vocab, context, width):
         super().__init__()
-        rng = np.random.RandomState(0)
-        self.wte = ms.Parameter(Tensor(rng.normal(0, 0.02, (vocab, width)).astype(np.float32)), name="wte")
-        self.wpe = ms.Parameter(Tensor(rng.normal(0, 0.02, (context, width)).astype(np.float32)), name="wpe")
+        self.wte, self.wpe = _normal((vocab, width), "wte"), _normal((context, width), "wpe")
 
     def construct(self, idx):
         return ops.gather(self.wte, idx, 0) + self.wpe[:idx.shape[1]]
@@ -103,27 +105,29 @@ class _Tied(nn.Cell):
 
     def __init__(self, n_in, n_out):
         super().__init__()
-        self.wte = ms.Parameter(Tensor(np.random.RandomState(0).normal(0, 0.02, (n_out, n_in)).astype(np.float32)),
-                                name="wte")
+        self.wte = _normal((n_out, n_in), "wte")
 
     def construct(self, x):
         return ops.matmul(x, ops.transpose(self.wte, (1, 0)))
 
 
-class _Fn(nn.Cell):
-    """A weightless layer or a loss: ops on the input (and a fixed target, a constant of the graph)."""
+class _Gelu(nn.Cell):
+    def construct(self, x):
+        return ops.gelu(x, approximate="none")  # the GPT notebook's exact GELU (nn.GELU's default is tanh's)
 
-    def __init__(self, kind, target=None, slope=0.0):
+
+class _Loss(nn.Cell):
+    """A loss on the input and a fixed target (a constant of the graph)."""
+
+    def __init__(self, kind, target):
         super().__init__()
-        self.kind, self.target, self.slope = kind, target, slope
+        self.kind, self.target = kind, target
         self.sparse_ce = nn.SoftmaxCrossEntropyWithLogits(sparse=True, reduction="mean")  # LeNet's fused loss
 
     def construct(self, x):
-        if self.kind == "gelu":
-            return ops.gelu(x, approximate="none")  # the GPT's exact GELU (nn.GELU is the tanh one)
         if self.kind == "softmax_ce" and x.ndim == 2:
             return self.sparse_ce(x, self.target)
-        if self.kind == "softmax_ce":  # the GPT's loss over every token
+        if self.kind == "softmax_ce":  # the GPT's, over every token
             return ops.cross_entropy(x.reshape(-1, x.shape[-1]), self.target.reshape(-1))
         if self.kind == "bce_logits":
             return ops.binary_cross_entropy_with_logits(x, self.target, reduction="mean")
@@ -142,14 +146,14 @@ class _Last(nn.Cell):
         return self.lstm(x)[0][:, -1]
 
 
-def _tconv(op, shape, builtin):
-    c, o, k, s, p, extra = shape[0], _arg(op, "out"), _arg(op, "k"), _arg(op, "stride", 1), _arg(op, "pad", 0), \
-        _arg(op, "output_pad", 0)
+def _tconv(op, c, h, builtin):
+    """The built-in where the DCGAN notebook uses it (stride 1), else its valid output cropped."""
+    o, k, s, p = _arg(op, "out"), _arg(op, "k"), _arg(op, "stride", 1), _arg(op, "pad", 0)
+    extra, bias = _arg(op, "output_pad", 0), _arg(op, "bias", False)
     if builtin or not extra:
-        return nn.Conv2dTranspose(c, o, k, stride=s, pad_mode="pad", padding=p, output_padding=extra,
-                                  has_bias=_arg(op, "bias", False))
-    full = nn.Conv2dTranspose(c, o, k, stride=s, pad_mode="valid", has_bias=_arg(op, "bias", False))
-    return _Cropped(full, p, (shape[1] - 1) * s + k - (p - extra))  # the valid output is (H - 1) s + k
+        return nn.Conv2dTranspose(c, o, k, stride=s, pad_mode="pad", padding=p, output_padding=extra, has_bias=bias)
+    full = nn.Conv2dTranspose(c, o, k, stride=s, pad_mode="valid", has_bias=bias)
+    return _Cropped(full, p, (h - 1) * s + k - (p - extra))  # the valid output is (H - 1) s + k
 
 
 def _layer(op, target, builtin):
@@ -160,8 +164,8 @@ def _layer(op, target, builtin):
         return nn.Conv2d(shape[0], _arg(op, "out"), _arg(op, "k"), stride=_arg(op, "stride", 1),
                          pad_mode="pad" if pad else "valid", padding=pad, has_bias=_arg(op, "bias", True))
     if k == "tconv2d":
-        return _tconv(op, shape, builtin)
-    if k == "dense" and len(shape) == 2 and not _arg(op, "bias", True):
+        return _tconv(op, shape[0], shape[1], builtin)
+    if k == "dense" and len(shape) == 2 and not _arg(op, "bias", True):  # on tokens, no bias: the GPT's output
         return _Tied(shape[-1], _arg(op, "out"))
     if k == "dense":
         return nn.Dense(shape[-1], _arg(op, "out"), has_bias=_arg(op, "bias", True))
@@ -177,12 +181,12 @@ def _layer(op, target, builtin):
         return _Embedding(_arg(op, "vocab"), _arg(op, "context"), _arg(op, "width"))
     if k == "attention":
         return (_FusedAttention if builtin else _Attention)(_arg(op, "heads", 1), shape[0], shape[1] // 3)
-    simple = {"relu": nn.ReLU, "tanh": nn.Tanh, "leaky_relu": lambda: nn.LeakyReLU(_arg(op, "slope")),
+    simple = {"relu": nn.ReLU, "tanh": nn.Tanh, "gelu": _Gelu, "leaky_relu": lambda: nn.LeakyReLU(_arg(op, "slope")),
               "maxpool2d": lambda: nn.MaxPool2d(kernel_size=_arg(op, "k"), stride=_arg(op, "k"))}
     if k in simple:
         return simple[k]()
-    if k in ("gelu", "softmax_ce", "bce_logits", "mse"):
-        return _Fn(k, target)
+    if k in ("softmax_ce", "bce_logits", "mse"):
+        return _Loss(k, target)
     raise NotImplementedError(f"no MindSpore layer for kind {k!r}")
 
 
@@ -206,7 +210,7 @@ class _Step(nn.Cell):
 
     def __init__(self, layer, input_grad, weights):
         super().__init__(auto_prefix=False)
-        self.layer = layer
+        self.layer = layer  # a sub-cell: its Parameters belong to the compiled graph
         self.grad = ms.grad(layer, 0 if input_grad else None, ms.ParameterTuple(weights) if weights else None,
                             sens_param=True)
 
@@ -221,22 +225,16 @@ def _done(out):
         _done(t) if isinstance(t, (tuple, list)) else t.asnumpy()
 
 
-@contextlib.contextmanager
-def _plain_errors():
-    """MindSpore's errors with their message first: GRAPH_MODE opens them with rules of dashes and a
-    heading, and the harness keeps the first line."""
-    try:
-        yield
-    except RuntimeError as e:
-        lines = [ln.strip().lstrip("- ") for ln in str(e).splitlines()]
-        raise RuntimeError(" ".join([ln for ln in lines if ln][:2])) from e
-
-
-def _run(fn, *args):
-    def run():
-        with _plain_errors():
-            _done(fn(*args))
-    return run
+def _plain(fn):
+    """fn, its MindSpore errors raised with their message first: GRAPH_MODE opens them with rules of
+    dashes and a heading, and the harness keeps the first line."""
+    def call(*args):
+        try:
+            return fn(*args)
+        except RuntimeError as e:
+            lines = [ln.strip().lstrip("- ") for ln in str(e).splitlines()]
+            raise RuntimeError(" ".join([ln for ln in lines if ln][:2])) from e
+    return call
 
 
 def build(op: dict, batch: int, input_grad: bool, weight_grad: bool, mode: str, builtin: bool = False):
@@ -247,10 +245,11 @@ def build(op: dict, batch: int, input_grad: bool, weight_grad: bool, mode: str, 
     layer.set_train(True)  # BatchNorm on the batch's statistics, dropout on
     input_grad = input_grad and x.dtype == ms.float32
     weights = layer.trainable_params() if weight_grad else []
+    fwd = _plain(layer)
     if not input_grad and not weights:
-        return _run(layer, x)
-    with _plain_errors():
-        probe = layer(x)  # the output's shape, for a fixed upstream gradient
+        return lambda: _done(fwd(x))
+    probe = fwd(x)  # the output's shape, for a fixed upstream gradient
     up = np.random.RandomState(1).standard_normal(probe.shape) if probe.ndim else np.ones(())  # a loss: 1
     sens = Tensor(up.astype(np.float32))
-    return _run(_Step(layer, input_grad, weights), x, sens)
+    step = _plain(_Step(layer, input_grad, weights))
+    return lambda: _done(step(x, sens))

@@ -160,7 +160,9 @@ def build(op: dict, batch: int, input_grad: bool, weight_grad: bool, mode: str, 
         out = fwd(x)
         if not wrt:
             return out
-        return torch.autograd.grad(out, wrt, grad_outputs=upstream)
+        # the output too: a compiler drops a forward whose result nothing reads (a convolution's
+        # gradients do not read its output), and the step would be timed without it
+        return out, torch.autograd.grad(out, wrt, grad_outputs=upstream)
 
     fn = torch.compile(step) if mode == "graph" else step
     if not wrt:
