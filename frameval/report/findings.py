@@ -127,6 +127,15 @@ def _device_memory_finding(wl, wrows, S) -> list:
 
 
 def quality_finding(wl, wrows, S, an=None):
+    """The quality sentence (`_quality_sentence`), then the workload's naive
+    baseline where it has one (the LSTM's persistence forecast, #67)."""
+    text = _quality_sentence(wl, wrows, S, an)
+    workload = WORKLOAD_BY_KEY.get(wl)
+    extra = workload.baseline_finding(S, fmt, [w for w in wrows if w.counted]) if workload and text else None
+    return f"{text} {extra}" if extra else text
+
+
+def _quality_sentence(wl, wrows, S, an=None):
     """The workload's quality figure in one sentence. Over seeds (--seeds, at
     least stats.MIN_SEEDS): each run's mean with its 95% interval, and each
     against the best mean, paired by seed, "within seed noise" or lower by how

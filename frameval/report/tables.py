@@ -47,8 +47,8 @@ def quality_columns(workload, S):
         return []
     q = wl.quality
     cols = [(S(q.label), Result.quality, QUALITY_FORMAT.get(q.key, fmt.sig), q.higher_is_better)]
-    return cols + [(S(f.label), lambda r, key=f.key: r.metric(key), FORMATS.get(f.format, fmt.sig), f.higher_is_better)
-                   for f in wl.figures]
+    return cols + [(S(f.label), (lambda r, d=f.derive: d(r.raw)) if f.derive else (lambda r, key=f.key: r.metric(key)),
+                    FORMATS.get(f.format, fmt.sig), f.higher_is_better) for f in wl.figures]
 
 
 def _columns(rows, multi_host):

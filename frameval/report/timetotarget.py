@@ -91,13 +91,16 @@ def scored(d, S, show=_seconds) -> str:
     return text
 
 
-def target_text(target, S) -> str:
-    """"Test accuracy ≥ 98.50%": the metric as the workload names it, the direction, the value."""
+def target_text(target, S, rows=()) -> str:
+    """"Test accuracy ≥ 98.50%": the metric as the workload names it, the direction, the value;
+    then the workload's note on it for these rows' results (the LSTM's: below persistence)."""
     from .tables import QUALITY_FORMAT
     metric, value, higher = target
-    q = next((wl.quality for wl in WORKLOAD_BY_KEY.values() if wl.quality.key == metric), None)
-    name = S(q.label) if q else metric
-    return f"{name} {'≥' if higher else '≤'} {QUALITY_FORMAT.get(metric, fmt.sig)(value)}"
+    wl = next((wl for wl in WORKLOAD_BY_KEY.values() if wl.quality.key == metric), None)
+    name = S(wl.quality.label) if wl else metric
+    key = wl.target_note(target, [w.result.raw for w in rows]) if wl and wl.target_note else ""
+    note = f" {S(key)}" if key else ""  # the LSTM's: below persistence (#67)
+    return f"{name} {'≥' if higher else '≤'} {QUALITY_FORMAT.get(metric, fmt.sig)(value)}{note}"
 
 
 def _mlperf_cell(t: TargetTime, S):
@@ -125,7 +128,7 @@ def _line(w, t: TargetTime, rank, S) -> list:
     if mismatch:  # the recorder's figure differs from the points it recorded: say so, never hide it
         reached = dict(reached, cls="flag", title=S("tip_ttt_mismatch", seeds=", ".join(mismatch)))
     rank_text = fmt.NA if rank is None else (str(rank[0]) if rank[0] == rank[1] else f"{rank[0]}–{rank[1]}")
-    return [cell(w.label, w.id), cell(target_text(t.target, S)), reached,
+    return [cell(w.label, w.id), cell(target_text(t.target, S, [w])), reached,
             cell(scored(a, S), a.get("value"), "na" if not t.runs else ("warn" if a.get("value") == math.inf else "")),
             _mlperf_cell(t, S), cell(scored(t.samples, S, _samples), (t.samples or {}).get("value")),
             cell(rank_text, rank[0] if rank else None, "na" if rank is None else ""), _eval_cell(t, S)]
@@ -176,7 +179,7 @@ def parity_text(grows, target, S, an) -> str:
     """That the parity check ran: which test, which correction, over how many
     runs, and what it found; or why it could not run."""
     got = parity(grows, an)
-    kw = dict(target=target_text(target, S), n=len(grows), runs=got["runs"], min=stats.PARITY_MIN_RUNS)
+    kw = dict(target=target_text(target, S, grows), n=len(grows), runs=got["runs"], min=stats.PARITY_MIN_RUNS)
     if not got["ok"]:
         return S("ttt_parity_too_few", **kw)
     flagged = [k for k, ln in got["lines"].items() if ln["flagged"]]
@@ -201,7 +204,7 @@ def _ranking(wl, grows, target, S, an) -> Finding | None:
                    key=lambda w: _median_of(w, an))  # a time not available is neither ranked nor a miss
     if not order:
         return None
-    kw = dict(workload=wl_name(S, wl), target=target_text(target, S), n=max(len(an.target(w).runs) for w in grows))
+    kw = dict(workload=wl_name(S, wl), target=target_text(target, S, grows), n=max(len(an.target(w).runs) for w in grows))
     missed = [w for w in order if math.isinf(_median_of(w, an))]
     reached = [w for w in order if w not in missed]
     tail = " " + S("ttt_finding_missed", items=S.join(w.label for w in missed)) if missed else ""

@@ -143,6 +143,9 @@ class Figure:
     key: str
     format: str
     higher_is_better: bool | None
+    # derived from the result dict where the figure is not recorded as such (the
+    # LSTM's skill over persistence, from its two R²): (result dict) -> value or None
+    derive: Callable = None
 
 
 @dataclass(frozen=True)
@@ -224,11 +227,17 @@ class Workload:
     media: Callable = None
     intro_extra: Callable = _no_finding   # (wrows, S) -> text after the intro, or None
     quality_finding: Callable = _no_finding  # (S, fmt, name, best, worst, show) or (S, fmt, name, vals)
+    # the quality figure's naive baseline in words, after the quality finding (the LSTM's persistence):
+    # (S, fmt, rows) -> text or None
+    baseline_finding: Callable = _no_finding
     seed_spread: dict = field(default_factory=dict)  # data_name -> SeedSpread, where measured
     # ---- time to target (frameval/target.py): per data set (`data_name(params)`)
     # (metric, value, higher_is_better), or None where no target is set for it
     # yet; a data set absent here has none either (e.g. a GAN: no score)
     targets: dict = field(default_factory=dict)
+    # what is said after the target wherever it is named, for the runs' results (the LSTM's: that it
+    # lies below the persistence forecast's R²): (target, [result dict]) -> an i18n key, or ""
+    target_note: Callable = None
     # evaluations of the quality metric an epoch during training (frameval/nb/evaluation.py)
     eval_per_epoch: int = 4
     # With no target for the run's data set, evaluate in every epoch ("every") or
