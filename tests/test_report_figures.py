@@ -187,8 +187,31 @@ def _check_figures(built, wls=("lenet", "dcgan", "lstm")):
             fl = flops.training_flops(wl, f["main"]["params"])
             if fl and S("col_gflops") in tab["headers"]:
                 assert row[col(tab, S("col_gflops"))]["text"].startswith(fmt.sig(fl * f["sps"] / 1e9)), (wl, label)
-            n += 4
+            n += 4 + _check_memory_and_baseline(tab, row, f["main"], wl, label)
         n += _check_summary(built["md"], wl, rows, best)
+    return n
+
+
+def _check_memory_and_baseline(tab, row, main, wl, label) -> int:
+    """The memory parts (#67) from the result's levels, and the LSTM's skill over
+    persistence from its two R²: recomputed here, never read from the report."""
+    mem, n = main.get("memory") or {}, 0
+    added = mem.get("training_increment_mb", mem.get("increment_without_reset_mb"))
+    if "training_increment_mb" not in mem and "increment_without_reset_mb" not in mem:  # written before #67
+        peak, before = mem.get("training_peak_mb"), mem.get("before_training_mb")
+        added = (peak - before if None not in (peak, before) else None) if mem.get("method") == "clear_refs" else peak
+    left = (mem["after_check_mb"] - mem["after_data_mb"]
+            if isinstance(mem.get("after_check_mb"), (int, float)) and isinstance(mem.get("after_data_mb"), (int, float))
+            else None)
+    for head, want in ((S("col_peak_rss"), added), (S("col_mem_check_part"), left)):
+        if head in tab["headers"]:
+            assert row[col(tab, head)]["text"].removeprefix("≤ ") == fmt.mb(want), (wl, label, head)
+            n += 1
+    if "persistence_r2" in main and S("col_skill") in tab["headers"]:
+        skill = 1 - (1 - main["val_r2"]) / (1 - main["persistence_r2"])
+        assert row[col(tab, S("col_skill"))]["text"] == fmt.sig(skill, 3), (label, skill)
+        assert skill < 0  # the quick profile's model is worse than persistence: the summary says so
+        n += 1
     return n
 
 
