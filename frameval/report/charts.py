@@ -88,7 +88,9 @@ class Charts:
                 families = [name, "DejaVu Sans"]
         self.rc = {"font.family": "sans-serif", "font.sans-serif": families, "axes.unicode_minus": False,
                    "figure.dpi": 100, "savefig.dpi": 110, "font.size": 9, "axes.titlesize": 10,
-                   "axes.spines.top": False, "axes.spines.right": False}
+                   "axes.spines.top": False, "axes.spines.right": False,
+                   # never an offset over an axis ("R²e-7+9.33307e-1", #67): the ticks read as they are
+                   "axes.formatter.useoffset": False}
 
     # ----------------------------------------------------------- plumbing
     def _save(self, fig, name: str) -> str:
@@ -305,10 +307,11 @@ class Charts:
             fig.tight_layout()
             return self._save(fig, name)
 
-    def hbar_panels(self, name, panels, note=None, line=None, log=False, points=False):
+    def hbar_panels(self, name, panels, note=None, line=None, log=False, points=False, band_label=""):
         """Summary figure: one panel per workload, horizontal bars.
-        panels: [(title, xlabel, [(label, value, framework, best[, (low, high)])])]; a (low, high)
-        interval is drawn as an error bar; `line` draws a reference (1.0: no change).
+        panels: [(title, xlabel, [(label, value, framework, best[, (low, high)])][, band])]; a (low, high)
+        interval is drawn as an error bar, a band (low, high) as a grey span behind the points
+        (`band_label` in its legend); `line` draws a reference (1.0: no change).
         `log`: a log axis (ratios: 2x slower sits as far from 1 as 2x faster, and a
         35x outlier does not squeeze the 1-3x range). `points`: a point with its
         interval on an axis fitted to the data, not a bar from 0 (a quality figure
@@ -320,8 +323,13 @@ class Charts:
         with plt.rc_context(self.rc):
             fig, axes = self._fig(w=3.4 * len(panels) + 0.8, h=0.32 * rows + 1.3, ncols=len(panels))
             lims = []
-            for ax, (title, xlabel, items) in zip(axes[0], panels):
+            for ax, (title, xlabel, items, *band) in zip(axes[0], panels):
+                if band and band[0]:  # the seed noise where nothing is ranked: the points sit inside it
+                    ax.axvspan(*band[0], color="#bbb", alpha=0.35, linewidth=0, label=band_label)
                 self._hbar_panel(ax, [it for it in items if plottable(it[1]) is not None], log, points)
+                if band and band[0]:
+                    ax.set_xlim(min(ax.get_xlim()[0], band[0][0]), max(ax.get_xlim()[1], band[0][1]))
+                    ax.legend(fontsize=7, frameon=False, loc="lower right")
                 if line is not None:
                     ax.axvline(line, color="#555", linewidth=0.8, linestyle="--")
                 ax.set_title(title)

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .. import speed, stats
 from ..catalog import WORKLOAD_BY_KEY
 from . import fmt
-from .called import quality_called
-from .model import fastest_by_group, rank_group, speed_ratio
+from .called import quality_called, seed_spread
+from .defects import SUBSTITUTE_MARK, substitutes
+from .model import fastest_by_group, rank_group, run_windows, speed_ratio
 
 
 
@@ -42,6 +44,15 @@ def ranking_groups(wrows) -> list:
     return sorted(out, key=lambda x: (x[0][0], [(v is None, v or 0) for v in x[0][1]]))
 
 
+def _rate_interval(w) -> tuple:
+    """(low, high) samples/s of a row: its repeats' range where it has them, else the interval of
+    speed.rate_interval over its windows (widened to the between-run floor)."""
+    if w.steady_kind == "repeats" and w.sps_lo is not None and w.sps_hi is not None:
+        return w.sps_lo, w.sps_hi
+    iv = speed.rate_interval(run_windows(w))
+    return (iv["lo"], iv["hi"]) if iv else (None, None)
+
+
 def figure(problems, S, caption, fn, *args):
     """{"file", "caption"}, None (nothing to draw), or {"error", "caption"}."""
     f = problems.run(S("what_chart", name=caption), fn, *args,
@@ -62,8 +73,11 @@ def workload_media(wl, wrows, S, charts, name, assets_dir: Path, problems):
     out = {"charts": [], "gifs": [], "grids": [], "prediction": None, "tables": []}
     wlname = wl_name(S, wl)
     ok = [w for w in wrows if w.ok]
-    speed = [(w.short, w.samples_per_s, w.fw, w.mode) for w in ok]
-    whisk = [(w.sps_lo, w.sps_hi) for w in ok]
+    # the † of a run on a substitute layer, and each run's 95% interval (one run: the between-run
+    # floor, as every ratio of the report has it; never a whisker of zero width, #67)
+    speed = [(w.short + (f" {SUBSTITUTE_MARK}" if substitutes(w.result) else ""), w.samples_per_s, w.fw, w.mode)
+             for w in ok]
+    whisk = [_rate_interval(w) for w in ok]
     cap = S("chart_speed", workload=wlname)
     out["charts"].append(figure(problems, S, cap, charts.bars, f"{wl}-speed", cap, S("axis_samples_per_s"), speed,
                                 whisk, S("chart_speed_note")))
@@ -128,12 +142,30 @@ def _quality_panels(rows, wls, S, an):
         hib = workload.quality.higher_is_better
         vals = [(w,) + _quality_point(w, an) for w in rows if w.workload == wl and w.ok]
         vals = [x for x in vals if x[1] is not None]
-        if vals:  # the best marked only where the summary calls it (findings.quality_called)
-            called = quality_called(wl, [w for w in rows if w.workload == wl], an)
-            b = None if hib is None or not called else (max if hib else min)(
-                (v for w, v, _ in vals if w.counted), default=None)
-            panels.append((wl_name(S, wl), S(workload.quality.axis), [(w.label, v, w.fw, v == b, iv) for w, v, iv in vals]))
+        if not vals:
+            continue
+        # the best marked only where the summary calls it (findings.quality_called)
+        called = quality_called(wl, [w for w in rows if w.workload == wl], an)
+        b = None if hib is None or not called else (max if hib else min)(
+            (v for w, v, _ in vals if w.counted), default=None)
+        band = None if called or any(iv for _, _, iv in vals) else _noise_band(workload, [w for w, _, _ in vals],
+                                                                                [v for _, v, _ in vals])
+        if not called and band is None and not any(iv for _, _, iv in vals) and len(vals) > 1:
+            continue  # the text ranks nothing and no seed noise is known to draw: a chart would rank (#67)
+        panels.append((wl_name(S, wl), S(workload.quality.axis), [(w.label, v, w.fw, v == b, iv) for w, v, iv in vals],
+                       band))
     return panels
+
+
+def _noise_band(workload, rows, values):
+    """(low, high): the values' middle, plus and minus the gap one seed's draw can make
+    (stats.seed_noise of the spread measured for the data set), drawn behind the points
+    where the summary ranks nothing: they sit inside it. None where no spread is known."""
+    spread = seed_spread(workload, rows)
+    if spread is None:
+        return None
+    mid, half = (min(values) + max(values)) / 2, stats.seed_noise(spread.sd)
+    return (mid - half, mid + half)
 
 
 def _quality_point(w, an) -> tuple:
@@ -176,7 +208,8 @@ def summary_charts(rows, wls, S, charts, problems, an):
     # ratios on a log axis; quality as points with intervals on an axis fitted to the data
     for key, kind, panels, note, how in (("summary_speed", "speed", _speed_panels, S("chart_ratio_note"), {"log": True, "line": 1.0}),
                                          ("summary_memory", "memory", _memory_panels, None, {}),
-                                         ("summary_quality", "quality", _quality_panels, None, {"points": True})):
+                                         ("summary_quality", "quality", _quality_panels, None,
+                                          {"points": True, "band_label": S("chart_seed_noise")})):
         cap = S("fig_" + kind) if kind != "quality" else quality_caption(rows, wls, S)
         f = figure(problems, S, cap, lambda: charts.hbar_panels(key.replace("_", "-"), panels(rows, wls, S, an), note=note,
                                                                 **how))
