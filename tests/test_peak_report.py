@@ -133,7 +133,7 @@ def test_without_layer_times_no_kernel_diagnosis_and_no_gemm_alert(untimed):
     figure, and says where the diagnosis comes from instead."""
     md = untimed["md"]
     assert "in the kernels" not in md and "around the kernels" not in md and "own measured GEMM" not in md
-    assert "no layer was timed. \\`--layers\\` times every layer" in md  # Markdown escapes the backticks
+    assert "no layer was timed. --layers times every layer" in md
     assert "% of its step in its own framework's layers" not in md
     assert "### Layer by layer" not in md
     assert "⚠️ **453 (113% · n/a)**" in md  # above the machine's peak: still flagged
@@ -207,3 +207,13 @@ def test_a_busy_probe_gives_no_share_of_peak(busy):
 
 def test_a_cap_that_acts_on_nothing_here_is_not_listed(busy):
     assert "NVPL" not in busy["md"] and "NVPL" not in busy["html"]
+
+
+def test_the_scope_box_names_what_is_left_out_with_its_command(untimed, built):
+    """#67: at the top, what the report covers, and what it leaves out with the command that adds it."""
+    top = untimed["md"].split("**Contents:**")[0]
+    assert "What this report covers.** 3 runs: LeNet-5; mode graph; device CPU" in top
+    for cmd in ("--mode both", "--device gpu", "--layers", "--behaviour", "--seeds 5", "--workloads all"):
+        assert f"(`{cmd}`)" in top, cmd
+    assert "mixed precision (bfloat16, float16): not built yet" in top
+    assert "(`--layers`)" not in built["md"].split("**Contents:**")[0]  # timed there: not left out

@@ -35,6 +35,7 @@ from .analysis import analyse
 from .highapi import api_section
 from .timing import timing_section
 from .layers import layer_chart, layer_table
+from .scope import scope_items
 from .peak import gemm_table, machines, peak_text
 from .scaling import scaling_section
 from .versions import version_section
@@ -304,12 +305,14 @@ def _context(request, S, problems, assets_dir) -> dict:
                           default={"command": None, "runs": None})
     if charts.missing_glyphs:
         warnings.append(S("warn_missing_glyphs", n=len(charts.missing_glyphs)))
+    scope = problems.run(S("what_section", name=S("h_scope")), scope_items, rows, request["sources"], loaded["plans"], S,
+                         default=lambda it: {"error": it["text"]})
     notes_md = _notes(request, S, warnings)
     n_failed = len([w for w in rows if not w.ok])
     return {
         "lang": request["lang"], "s": S.raw, "S": S, "title": request["title"], "author": request["author"], "meta": meta,
         "profile_notes": [str(n) for p in loaded["plans"] for n in as_list(p.get("profile_notes"))], "warnings": warnings,
-        "alerts": _alerts(rows, check["failed"], S, found), "findings": found, "problems": problems,
+        "alerts": _alerts(rows, check["failed"], S, found), "findings": found, "problems": problems, "scope": scope,
         "notes_md": notes_markdown(notes_md), "notes_html": problems.run(S("what_notes"), notes_html, notes_md, default="")
         if notes_md else "",
         "summary_assets": assets, "env": env, "sections": sections, "audits": audits, "check": check,
