@@ -27,7 +27,6 @@ LOSSES = ("softmax_ce", "bce_logits", "mse")
 
 def setup(threads: int, mode: str) -> str:
     mge.set_default_device(f"multithread{threads}:0" if threads > 1 else "cpu0")  # as the notebooks
-    mge.random.seed(0)  # dropout masks
     return mge.__version__
 
 
@@ -36,7 +35,8 @@ def substitutes(mode: str) -> dict:
             "batchnorm2d": "fw.BatchNorm2d in MegEngine ops (M.BatchNorm2d's fused backward is off at batch 64)",
             "dropout": "fw.Dropout (its rate a tensor: the trace would bake M.Dropout's float in)",
             "lstm": "the recurrence in MegEngine ops (M.LSTM's weight gradients are wrong in 1.13)",
-            "attention": "F.nn.multi_head_attention with fw.causal_mask as attn_mask (is_causal=True fails on the CPU)"}
+            "attention": "F.nn.multi_head_attention (projections off, one head per call) with fw.causal_mask as "
+                         "attn_mask (is_causal=True fails on the CPU)"}
 
 
 def _arg(op, name, default=None):
@@ -95,7 +95,8 @@ def _attention(heads, builtin):
         b, t, c3 = x.shape
         c = c3 // 3
         d = c // heads
-        q, k, v = (z.reshape(b, t, heads, d).transpose(0, 2, 1, 3).reshape(b * heads, t, d) for z in F.split(x, 3, axis=2))
+        q, k, v = (z.reshape(b, t, heads, d).transpose(0, 2, 1, 3).reshape(b * heads, t, d)
+                   for z in F.split(x, 3, axis=2))
         out = F.nn.multi_head_attention(q, k, v, d, 1, 0.0, 0.0, mge.tensor(np.zeros((0,), np.float32)),
                                         qproj_size=0, kproj_size=0, vproj_size=0, oproj_size=0,
                                         attn_mask=None if builtin else fw.causal_mask(t), is_causal=builtin)[0]
@@ -182,6 +183,7 @@ def _sync():
 
 def build(op: dict, batch: int, input_grad: bool, weight_grad: bool, mode: str, builtin: bool = False):
     """run(): one forward of the layer at `batch`, and the backward the use needs."""
+    mge.random.seed(0)  # the default initialisers and dropout masks draw from it
     k = op["kind"]
     x, target = _inputs(op, batch)
     if k in LOSSES:
@@ -193,8 +195,9 @@ def build(op: dict, batch: int, input_grad: bool, weight_grad: bool, mode: str, 
     input_grad = input_grad and k != "embedding"  # int ids have no gradient
     probe = fwd(x)
     _sync()
-    upstream = mge.tensor(np.random.RandomState(1).standard_normal(probe.shape).astype(np.float32)) \
-        if probe.ndim else None
+    upstream = None  # a loss: its scalar's own gradient, 1
+    if probe.ndim:
+        upstream = mge.tensor(np.random.RandomState(1).standard_normal(probe.shape).astype(np.float32))
     gm = autodiff.GradManager().attach(weights if weight_grad else [])
 
     def step(x):
@@ -203,14 +206,15 @@ def build(op: dict, batch: int, input_grad: bool, weight_grad: bool, mode: str, 
         if input_grad:  # attached here: under trace x is the traced function's own input
             gm.attach([x])
         with gm:
-            gm.backward(fwd(x), upstream)
+            out = fwd(x)
+            gm.backward(out, upstream)
         wrt = ([x] if input_grad else []) + (weights if weight_grad else [])
         grads = [t.grad for t in wrt]
         for t in wrt:  # as opt.clear_grad(): the next run's gradients are not accumulated onto these
             t.grad = None
-        return grads
+        return [out] + grads  # the output too: the trace drops a forward whose result nothing reads
 
-    fn = trace(step, symbolic=True) if mode == "graph" and k != "attention" else step
+    fn = trace(step, symbolic=True) if mode == "graph" and k != "attention" else step  # attention: see HOW
 
     def run():
         fn(x)

@@ -180,13 +180,16 @@ def build(op: dict, batch: int, input_grad: bool, weight_grad: bool, mode: str, 
         wrt = ([x] if input_grad else []) + weights
         if not wrt:
             return fwd(x)
-        # only what the use asks is watched (the weights as the notebooks' tape watches them: accessed), so the
-        # backward skips the other gradients
+        # only what the use asks is watched (weights as the notebooks' tape watches them: when accessed); graph
+        # mode prunes the gradients nobody asks for, eager runs each op's whole gradient function, as the eager
+        # notebooks do (Conv2D's computes the input gradient for a weights-only use too)
         with tf.GradientTape(watch_accessed_variables=bool(weights)) as tape:
             if input_grad:
                 tape.watch(x)
             out = fwd(x)
-        return tape.gradient(out, wrt, output_gradients=upstream)
+        # the output too: Grappler prunes a forward whose result nothing reads (a convolution's or a dense
+        # layer's gradients do not read its output), and the layer would be timed without it
+        return out, tape.gradient(out, wrt, output_gradients=upstream)
 
     fn = fw.compile_step(step, mode)
     return lambda: fn(x)
