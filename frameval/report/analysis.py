@@ -3,7 +3,10 @@ frozen (report/model.py), and what is computed from several of them lives
 here, built once per report by `analyse`:
 
 - each row's speed against the fastest of its ranking group, the ratio's 95%
-  interval and verdict (speed.ratio_interval): `an.interval(w)`;
+  interval and verdict (speed.ratio_interval), a single run widened by the
+  between-run spread measured on its machine (its folder's noise.json), else
+  by the imported one, which makes the verdict provisional: `an.interval(w)`,
+  `an.provisional(w, best)`;
 - each row's GFLOP/s and its shares of the machine's peak and of its
   framework's own GEMM (report/peak.py): `an.peak(w)`;
 - each row's quality over its seeds, one value per seed (the mean of that
@@ -146,6 +149,7 @@ class Analysis:
     peaks: Mapping = field(default_factory=lambda: MappingProxyType({}))
     qualities: Mapping = field(default_factory=lambda: MappingProxyType({}))
     targets: Mapping = field(default_factory=lambda: MappingProxyType({}))
+    noises: Mapping = field(default_factory=lambda: MappingProxyType({}))  # {row: its machine's noise record or None}
 
     def interval(self, w):
         """speed.ratio_interval's dict for w against its group's fastest, or
@@ -160,6 +164,14 @@ class Analysis:
     def peak(self, w) -> Peak:
         return self.peaks.get(w, NO_PEAK)
 
+    def between_sd(self, *ws) -> float:
+        """The between-run log SD the intervals of rows `ws` were widened by."""
+        return between_sd(self.noises, *ws)
+
+    def provisional(self, *ws) -> bool:
+        """Whether a comparison of `ws` rests on a spread measured on another machine (#67)."""
+        return not all(self.noises.get(w) for w in ws)
+
     def quality(self, w) -> SeedQuality:
         return self.qualities.get(w, NO_QUALITY)
 
@@ -167,17 +179,32 @@ class Analysis:
         return self.targets.get(w, NO_TARGET)
 
 
-def speed_intervals(rows) -> dict:
+def noise_of(w, by_source) -> dict | None:
+    """The between-run spread measured on the machine that made row w (its folder's
+    noise.json: frameval/noise.py), or None (a GPU's is not measured yet)."""
+    m = (by_source or {}).get(str(w.result.source)) or {}
+    return m.get("noise") if w.device == "cpu" else None
+
+
+def between_sd(noises, *ws) -> float:
+    """The between-run log SD for a comparison of rows `ws`: the largest measured on their
+    machines where every one has it, else speed.BETWEEN_RUN_SD (measured on another machine)."""
+    got = [noises.get(w) for w in ws]
+    return max(n["sd"] for n in got) if got and all(got) else speed.BETWEEN_RUN_SD
+
+
+def speed_intervals(rows, noises=None) -> dict:
     """{row: the ratio's interval} against the fastest of its workload,
-    device and size (speed.ratio_interval on the runs' windows)."""
-    out = {}
+    device and size (speed.ratio_interval on the runs' windows), single runs
+    widened by the between-run spread of the machine that made them."""
+    out, noises = {}, noises or {}
     for wl in {w.workload for w in rows}:
         wrows = [w for w in rows if w.workload == wl]
         for best in fastest_by_group(wrows).values():
             base = run_windows(best)
             for w in wrows:
                 if w is not best and speed_ratio(w, best) is not None:
-                    out[w] = speed.ratio_interval(base, run_windows(w))
+                    out[w] = speed.ratio_interval(base, run_windows(w), between_sd(noises, w, best))
     return out
 
 
@@ -186,7 +213,8 @@ def analyse(rows, by_source=None, problems=None, S=None) -> Analysis:
     machine record (report/peak.machines); without it no peak is known. Under
     `problems`, a peak that cannot be computed is reported and left out, and
     the rest of the report goes on."""
-    intervals = speed_intervals(rows)
+    noises = {w: noise_of(w, by_source) for w in rows}
+    intervals = speed_intervals(rows, noises)
     peaks = {}
     if by_source is not None:
         def all_peaks():
@@ -196,4 +224,4 @@ def analyse(rows, by_source=None, problems=None, S=None) -> Analysis:
     qualities = {w: quality_of(w) for w in rows if w.ok}
     targets = {w: target_of(w) for w in rows if w.ok}
     return Analysis(MappingProxyType(intervals), MappingProxyType(peaks or {}), MappingProxyType(qualities),
-                    MappingProxyType(targets))
+                    MappingProxyType(targets), MappingProxyType(noises))

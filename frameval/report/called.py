@@ -3,6 +3,8 @@ figures: read by the tables (bold only where a ranking is called), the charts
 and the summary's sentences alike, so the three never disagree (issue #49)."""
 from __future__ import annotations
 
+import math
+
 from collections.abc import Mapping
 
 from .. import speed, stats, workloads
@@ -45,6 +47,25 @@ def extremes(vals, higher_is_better=True):
     distance: the lowest is the best)."""
     hi, lo = max(vals, key=lambda x: x[1]), min(vals, key=lambda x: x[1])
     return (hi, lo) if higher_is_better is not False else (lo, hi)
+
+
+# Beside a verdict that rests on a between-run spread measured on another machine (#67).
+PROVISIONAL_MARK = "‡"
+
+
+def noise_where(rows, S, an) -> str:
+    """Where the between-run spread that widened these rows was measured: this
+    machine (pairs, SD with its interval, when), or another machine, which makes
+    every verdict provisional, with the command that measures this one (#67)."""
+    rows = list(rows)
+    recs = [an.noises.get(w) for w in rows]
+    if rows and all(recs):
+        r = max(recs, key=lambda n: n["sd"])
+        return S("noise_here", pairs=len(r.get("pairs") or []), sd=f"{r['sd']:.3f}", lo=f"{r['lo']:.3f}",
+                 hi=f"{r['hi']:.3f}", pct=f"{(math.exp(r['sd']) - 1) * 100:.1f}", when=str(r.get("measured", "?"))[:10])
+    sd = speed.BETWEEN_RUN_SD
+    return S("noise_elsewhere", sd=f"{sd:.3f}", pct=f"{(math.exp(sd) - 1) * 100:.1f}",
+             cores=speed.MEASURED_ON["cores"], cpu=speed.MEASURED_ON["cpu"])
 
 
 def measured_where(rows, S) -> str:

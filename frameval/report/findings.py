@@ -11,7 +11,7 @@ from .finding import Finding
 from .media import dev_suffix, group_suffix, ranking_groups, wl_name
 from .model import at_faster_mode, speed_ratio
 from .peak import peak_findings
-from .called import QUALITY_DIFF, QUALITY_FORMAT, extremes, measured_where, seed_spread
+from .called import PROVISIONAL_MARK, QUALITY_DIFF, QUALITY_FORMAT, extremes, measured_where, noise_where, seed_spread
 from .timetotarget import target_findings
 
 MEMORY_TIE = 0.02  # peak memories closer than this are not ranked
@@ -80,7 +80,9 @@ def _rests_on(best, others, S, an) -> str:
     text = S("finding_rests_on", windows=len(steady) or fmt.NA, samples=fmt.integer(samples) if samples else fmt.NA,
              runs=best.n_repeats)
     if any(iv["widened"] for iv in ivs):
-        text += " " + S("finding_widened", pct=f"{speed.BETWEEN_RUN_SD * 100:.1f}", where=measured_where([best, *others], S))
+        text += " " + S("finding_widened", where=noise_where([best, *others], S, an))
+    if an.provisional(best, *others):
+        text += " " + S("finding_provisional", mark=PROVISIONAL_MARK)
     return text
 
 

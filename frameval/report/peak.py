@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import cpu, flops, layers, probe
+from .. import cpu, flops, layers, noise, probe
 from ..catalog import framework_name
 from . import fmt
 from .cells import cell, header
@@ -35,11 +35,12 @@ from .model import at_faster_mode, best_of, fastest_by_group
 
 
 def machines(sources) -> dict:
-    """{source folder: its machine.json (with its layers.json as "layer_timing"), or None}."""
+    """{source folder: its machine.json (with its layers.json as "layer_timing" and its
+    noise.json as "noise"), or None}."""
     out = {}
     for s in sources:
-        m, timing = probe.read(s), layers.read(s)
-        out[str(s)] = dict(m or {}, layer_timing=timing) if timing else m
+        m, timing, measured = probe.read(s), layers.read(s), noise.read(s)
+        out[str(s)] = dict(m or {}, layer_timing=timing, noise=measured) if timing or measured else m
     return out
 
 

@@ -7,7 +7,7 @@ import os
 import statistics
 from pathlib import Path
 
-from .. import energy, speed
+from .. import energy
 from ..catalog import WORKLOAD_BY_KEY
 from ..paths import notebook_path, notebook_rel
 from ..result import Result, counts
@@ -16,7 +16,7 @@ from .cells import cell, drop_na_columns, header
 from .check import check_summary
 from .defects import mark_substitute
 from .labels import SCOPE_PARTS
-from .called import QUALITY_DIFF, QUALITY_FORMAT, measured_where, quality_called  # noqa: F401 (read from here too)
+from .called import PROVISIONAL_MARK, QUALITY_DIFF, QUALITY_FORMAT, noise_where, quality_called  # noqa: F401 (read from here too)
 from .model import at_faster_mode, best_of, fastest_by_group, speed_ratio
 from .analysis import analyse
 from .peak import gflops_cell
@@ -122,7 +122,7 @@ def _line(w, c):
               steady_cell(w, S), mark_substitute(_sps_cell(w), w, S)]
     best = best_of(w, c["best"])
     rivals = [x for x in c["ranked"] if x is not best and x.counted and speed_ratio(x, best) is not None]
-    cells.append(ratio_cell(w, best, S, c["an"].interval(w), ranked=bool(rivals)))
+    cells.append(ratio_cell(w, best, S, c["an"], ranked=bool(rivals)))
     cells.append(gflops_cell(c["an"].peak(w), S))
     parts = r.memory_parts()  # one meaning a column (#67): import, check and training as parts
     cells.append(_mb_cell(parts["training"], S("tip_peak_rss_method", method=r.memory.get("method"))
@@ -163,20 +163,20 @@ def _figure_over_runs(w, get):
     return statistics.median(vals), vals[0], vals[-1], len(vals)
 
 
-def ratio_cell(w, best, S, iv, ranked=True):
+def ratio_cell(w, best, S, an, ranked=True):
     """Time per sample against the fastest, with its 95% interval and verdict
-    (iv: report/analysis.py); the fastest in bold only where `ranked`: it has
-    a counted rival, so the summary calls a ranking (not "only X has a speed")."""
-    ratio = speed_ratio(w, best)
+    (an.interval: report/analysis.py), marked provisional where the between-run
+    noise was measured on another machine; the fastest in bold only where `ranked`:
+    it has a counted rival, so the summary calls a ranking (not "only X has a speed")."""
+    ratio, iv = speed_ratio(w, best), an.interval(w)
     if ratio is None:
         return cell(fmt.NA, None, "na")
     if w is best or not iv:
         return cell(fmt.ratio(ratio), ratio, "best" if w is best and ranked else "")
-    verdict = S("verdict_" + iv["verdict"])
+    verdict = S("verdict_" + iv["verdict"]) + (f" {PROVISIONAL_MARK}" if an.provisional(w, best) else "")
     return cell(f"{fmt.ratio(ratio)} ({fmt.interval(iv['lo'], iv['hi'])}) {verdict}", ratio,
                 "" if iv["verdict"] == "slower" else "same", S("tip_interval", runs=iv["runs"][1], windows=iv["windows"][1])
-                + (" " + S("tip_interval_widened", pct=f"{speed.BETWEEN_RUN_SD * 100:.1f}", where=measured_where([w, best], S))
-                   if iv["widened"] else ""))
+                + (" " + S("tip_interval_widened", where=noise_where([w, best], S, an)) if iv["widened"] else ""))
 
 
 def _sps_cell(w):

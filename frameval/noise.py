@@ -1,0 +1,110 @@
+"""The between-run spread of samples/s, measured on the machine that makes the
+runs (#67): what widens every single run's interval (frameval/speed.py).
+
+Two runs of the same notebook with the same parameters in fresh kernels
+differ by more than their windows show inside one kernel. The spread of that
+difference, as a log SD per run, is a property of the machine and its thread
+count, not of a framework: `python3 run_all.py bench noise` measures it from
+pairs of fresh runs (the default matrix twice, as the imported figure was
+measured), and every command with `--repeats 2` or more adds its pairs.
+With n pairs whose log ratios are d_i, the SD per run is sqrt(sum d_i² / 2n)
+(each difference has twice a run's variance), and its 95% interval comes
+from the chi-square distribution with n degrees of freedom: 21 pairs pin it
+to about ±30%, 32 to ±25%.
+
+Kept per machine (cpu.identity) and thread count in the user cache
+(<cache>/noise/), and copied into each output folder as `noise.json`, so a
+report read elsewhere knows where its noise came from. A report whose folder
+has none uses speed.BETWEEN_RUN_SD, measured on another machine, and says
+its verdicts are provisional. Standard library only.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import time
+from pathlib import Path
+
+from . import cpu, files
+from .paths import user_cache_dir
+
+NOISE = "noise.json"  # <out>/noise.json
+CACHE = "noise"       # <user cache>/noise/<machine key>-<threads>.json
+# The fewest pairs whose spread the report uses; fewer say nothing reliable (±50% at 2).
+MIN_PAIRS = 8
+
+
+def _key(threads: int) -> str:
+    text = json.dumps({"cpu": cpu.identity(), "threads": threads}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16] + f"-{threads}"
+
+
+def cache_path(threads: int) -> Path:
+    return user_cache_dir() / CACHE / f"{_key(threads)}.json"
+
+
+def _chi2_quantile(p: float, k: int) -> float:
+    """The chi-square distribution's p-quantile with k degrees of freedom (Wilson-Hilferty)."""
+    z = _normal_quantile(p)
+    return k * (1 - 2 / (9 * k) + z * math.sqrt(2 / (9 * k))) ** 3
+
+
+def _normal_quantile(p: float) -> float:
+    """The standard normal's p-quantile."""
+    from statistics import NormalDist
+    return NormalDist().inv_cdf(p)
+
+
+def spread(log_ratios: list) -> dict:
+    """{"sd", "lo", "hi", "pairs"}: the log SD per run from pairs' log ratios, with its 95% interval."""
+    n = len(log_ratios)
+    if n == 0:
+        return {"sd": None, "lo": None, "hi": None, "pairs": 0}
+    ss = sum(d * d for d in log_ratios)
+    return {"sd": math.sqrt(ss / (2 * n)), "lo": math.sqrt(ss / (2 * _chi2_quantile(0.975, n))),
+            "hi": math.sqrt(ss / (2 * _chi2_quantile(0.025, n))), "pairs": n}
+
+
+def pair_ratio(a, b) -> float | None:
+    """log(a / b) of two positive figures (rates or seconds), else None."""
+    ok = all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in (a, b))
+    return math.log(a / b) if ok else None
+
+
+def read_cached(threads: int) -> dict | None:
+    m = files.read_json(cache_path(threads), None)
+    return m if isinstance(m, dict) and m.get("cpu") == cpu.identity() else None
+
+
+def add_pairs(pairs: list, threads: int, source: str, load=None) -> dict:
+    """Add [(label, log ratio)] to this machine's record for `threads`; the record."""
+    m = read_cached(threads) or {"cpu": cpu.identity(), "threads": threads, "pairs": []}
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    m["pairs"] += [{"run": label, "log_ratio": round(d, 6), "source": source, "when": stamp, "load": load}
+                   for label, d in pairs if d is not None]
+    m.update(spread([p["log_ratio"] for p in m["pairs"]]), measured=stamp)
+    files.atomic_write_json(cache_path(threads), m)
+    return m
+
+
+def copy_into(out, threads: int) -> dict | None:
+    """This machine's record for `threads`, written as <out>/noise.json where it has MIN_PAIRS or more."""
+    m = read_cached(threads)
+    if not m or len(m.get("pairs") or []) < MIN_PAIRS:
+        return None
+    files.atomic_write_json(Path(out) / NOISE, m)
+    return m
+
+
+def read(folder) -> dict | None:
+    """<folder>/noise.json where it holds a spread from MIN_PAIRS pairs or more, else None."""
+    m = files.read_json(Path(folder) / NOISE, None)
+    ok = isinstance(m, dict) and isinstance(m.get("sd"), (int, float)) and (m.get("pairs") or []) and \
+        len(m["pairs"]) >= MIN_PAIRS
+    return m if ok else None
+
+
+def threads_all() -> int:
+    return os.cpu_count() or 1
