@@ -42,29 +42,45 @@ def _key(threads: int) -> str:
 
 
 def cache_path(threads: int) -> Path:
-    return user_cache_dir() / CACHE / f"{_key(threads)}.json"
+    """The machine's record; FRAMEVAL_NOISE_DIR moves it (the suite's smoke run records into its own folder)."""
+    base = Path(os.environ["FRAMEVAL_NOISE_DIR"]) if os.environ.get("FRAMEVAL_NOISE_DIR") else user_cache_dir() / CACHE
+    return base / f"{_key(threads)}.json"
+
+
+def _chi2_cdf(x: float, k: int) -> float:
+    """P(chi-square with k degrees of freedom <= x): the regularized lower incomplete gamma
+    P(k/2, x/2), by its series (converges for every x; a few hundred terms at most here)."""
+    if x <= 0:
+        return 0.0
+    a, z = k / 2, x / 2
+    term = total = 1 / a
+    n = 0
+    while term > total * 1e-15 and n < 10_000:
+        n += 1
+        term *= z / (a + n)
+        total += term
+    return min(1.0, math.exp(a * math.log(z) - z - math.lgamma(a)) * total)
 
 
 def _chi2_quantile(p: float, k: int) -> float:
-    """The chi-square distribution's p-quantile with k degrees of freedom (Wilson-Hilferty)."""
-    z = _normal_quantile(p)
-    return k * (1 - 2 / (9 * k) + z * math.sqrt(2 / (9 * k))) ** 3
-
-
-def _normal_quantile(p: float) -> float:
-    """The standard normal's p-quantile."""
-    from statistics import NormalDist
-    return NormalDist().inv_cdf(p)
+    """The chi-square distribution's p-quantile with k degrees of freedom (bisection on its CDF)."""
+    lo, hi = 0.0, max(10.0, 10.0 * k)
+    while _chi2_cdf(hi, k) < p:
+        hi *= 2
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if _chi2_cdf(mid, k) < p else (lo, mid)
+    return (lo + hi) / 2
 
 
 def spread(log_ratios: list) -> dict:
-    """{"sd", "lo", "hi", "pairs"}: the log SD per run from pairs' log ratios, with its 95% interval."""
+    """{"sd", "lo", "hi", "n"}: the log SD per run from n pairs' log ratios, with its 95% interval."""
     n = len(log_ratios)
     if n == 0:
-        return {"sd": None, "lo": None, "hi": None, "pairs": 0}
+        return {"sd": None, "lo": None, "hi": None, "n": 0}
     ss = sum(d * d for d in log_ratios)
     return {"sd": math.sqrt(ss / (2 * n)), "lo": math.sqrt(ss / (2 * _chi2_quantile(0.975, n))),
-            "hi": math.sqrt(ss / (2 * _chi2_quantile(0.025, n))), "pairs": n}
+            "hi": math.sqrt(ss / (2 * _chi2_quantile(0.025, n))), "n": n}
 
 
 def pair_ratio(a, b) -> float | None:
@@ -87,6 +103,23 @@ def add_pairs(pairs: list, threads: int, source: str, load=None) -> dict:
     m.update(spread([p["log_ratio"] for p in m["pairs"]]), measured=stamp)
     files.atomic_write_json(cache_path(threads), m)
     return m
+
+
+def add_from_repeats(results: list) -> None:
+    """A command's runs made --repeats 2 or more: each run's consecutive repeats are
+    pairs of fresh kernels (their steady epoch seconds), added to the record for its
+    thread count. Reused results were counted when they ran."""
+    by_threads: dict = {}
+    for r in results:
+        if r.get("reused") or r.get("status") != "ok" or (r.get("device") or "cpu") != "cpu":
+            continue
+        secs = [v for v in r.get("repeats") or [] if isinstance(v, (int, float))]
+        threads = int((r.get("params") or {}).get("threads") or 0) or threads_all()
+        label = f"{r.get('framework')}/{r.get('workload')}-{r.get('mode')}"
+        by_threads.setdefault(threads, []).extend((label, pair_ratio(a, b)) for a, b in zip(secs, secs[1:]))
+    for threads, pairs in by_threads.items():
+        if pairs:
+            add_pairs(pairs, threads, "--repeats")
 
 
 def copy_into(out, threads: int) -> dict | None:

@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import __version__, behaviour, ceilings, data, envs, execute, executors, files, layers, locks, phases, probe, provenance
+from . import __version__, behaviour, ceilings, data, envs, execute, executors, files, layers, locks, noise, phases, probe, provenance
 from .executors.context import ExecContext, Job
 from .paths import REPO
 from .result import load as load_result, store
@@ -268,6 +268,10 @@ class Pipeline:
         with self.clock("runs"):
             failed |= self.executor.execute(self.context(), jobs)
         store.merge_repeats(self.out, self.runs, self.config.repeats)
+        if self.config.device == "cpu" and self.config.executor == "local":
+            if self.config.repeats > 1:  # pairs of fresh kernels: this machine's between-run noise (#67)
+                noise.add_from_repeats(self.executed_results())
+            noise.copy_into(self.out, os.cpu_count() or 1)  # the machine's measured noise, beside its runs
         return failed or store.any_failed(self.out, self.runs)
 
     def executed_results(self) -> list:

