@@ -117,7 +117,7 @@ def _layer(op):
         return nn.Conv2DTranspose(shape[0], _arg(op, "out"), _arg(op, "k"), _arg(op, "stride", 1),
                                   _arg(op, "pad", 0), output_padding=_arg(op, "output_pad", 0),
                                   bias_attr=None if _arg(op, "bias", False) else False)
-    if k == "dense" and "tied" in op["name"]:  # the record says so in the name only
+    if k == "dense" and "tied" in op["name"]:  # the GPT's output: its record says "tied" in the name only
         return _Tied(shape[-1], _arg(op, "out"))
     if k == "dense":
         return nn.Linear(shape[-1], _arg(op, "out"), bias_attr=None if _arg(op, "bias", True) else False)
@@ -164,7 +164,8 @@ def _loss(k, target):
 
 def build(op: dict, batch: int, input_grad: bool, weight_grad: bool, mode: str, builtin: bool = False):
     """run(): one forward of the layer at `batch`, and the backward the use needs. Paddle's CPU kernels run
-    synchronously, in both modes: the gradients are computed when paddle.grad returns."""
+    synchronously, in both modes: the gradients are computed when paddle.grad returns. `builtin` changes
+    nothing: no layer is substituted (substitutes)."""
     paddle.seed(0)  # the default initialisers and dropout's masks
     k = op["kind"]
     x, target = _inputs(op, batch)
