@@ -12,6 +12,8 @@ its part `frameworks/<fw>/layers.py`:
         run(): one forward and the backward the use needs, finished when it
         returns (a framework that runs asynchronously synchronises inside)
     substitutes(mode) -> {kind: what its notebooks use instead of the built-in}
+    substitute(op, mode) -> that text or None, where a kind is substituted only
+        in some layers (a stride-2 convolution's padding); optional
     HOW: {mode: how a layer is compiled in that mode}
 
 A layer a run substitutes (the notebooks' †) is timed as the run uses it,
@@ -69,7 +71,7 @@ def measure(framework: str, workload: str, batch: int, threads: int, mode: str) 
         row = dict(op, uses=[])
         for times, ig, wg in op["uses"]:
             row["uses"].append(dict(_cell(part, op, batch, mode, ig, wg), times=times, input_grad=ig, weight_grad=wg))
-        sub = subs.get(op["kind"])
+        sub = part.substitute(op, mode) if hasattr(part, "substitute") else subs.get(op["kind"])
         if sub:  # the run's layer is a substitute: the built-in beside it, as the step would use it
             row["substitute"] = sub
             row["builtin"] = [dict(_cell(part, op, batch, mode, ig, wg, builtin=True), times=times, input_grad=ig,

@@ -44,6 +44,13 @@ def _arg(op, name, default=None):
     return op["args"].get(name, default)
 
 
+def substitute(op: dict, mode: str):
+    """A stride-1 transposed convolution is the built-in itself; the other kinds are substituted wherever they are."""
+    if op["kind"] == "tconv2d" and _arg(op, "stride", 1) != 2:
+        return None
+    return substitutes(mode).get(op["kind"])
+
+
 class _Cropped(nn.Cell):
     """The DCGAN notebook's stride-2 transposed convolution: the full (valid) output, cropped."""
 

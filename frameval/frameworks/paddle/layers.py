@@ -117,7 +117,7 @@ def _layer(op):
         return nn.Conv2DTranspose(shape[0], _arg(op, "out"), _arg(op, "k"), _arg(op, "stride", 1),
                                   _arg(op, "pad", 0), output_padding=_arg(op, "output_pad", 0),
                                   bias_attr=None if _arg(op, "bias", False) else False)
-    if k == "dense" and "tied" in op["name"]:  # the GPT's output: its record says "tied" in the name only
+    if k == "dense" and op["args"].get("tied"):  # the GPT's output, tied to the token embedding
         return _Tied(shape[-1], _arg(op, "out"))
     if k == "dense":
         return nn.Linear(shape[-1], _arg(op, "out"), bias_attr=None if _arg(op, "bias", True) else False)

@@ -44,6 +44,11 @@ def _arg(op, name, default=None):
     return op["args"].get(name, default)
 
 
+def substitute(op: dict, mode: str):
+    """Only the stride-2 convolutions are substituted: elsewhere the run's layer is the built-in itself."""
+    return substitutes(mode).get(op["kind"]) if _arg(op, "stride", 1) == 2 else None
+
+
 def _conv(op, builtin):
     """Conv2D as the notebooks pad it: 'valid', 'same' where that is the spec's padding (stride 1, pad k // 2),
     otherwise ZeroPadding2D + 'valid'; built-in: Keras' 'same' for any padding."""

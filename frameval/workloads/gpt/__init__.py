@@ -47,7 +47,7 @@ def ops(params=None, cfg: spec.Config = spec.SPEC) -> tuple:
             Op(f"GELU ({t}x{m}) x{b}", "gelu", (t, m), uses=((b, True, False),)),
             lin(f"MLP down {m}→{c} x{b}", m, c),
             Op(f"final LayerNorm({c})", "layernorm", tokens, (("eps", cfg.ln_eps),), (full,)),
-            Op(f"output (tied embedding) {c}→{cfg.vocab}", "dense", tokens, (("out", cfg.vocab), ("bias", False)),
+            Op(f"output (tied embedding) {c}→{cfg.vocab}", "dense", tokens, (("out", cfg.vocab), ("bias", False), ("tied", True)),
                (full,), cfg.vocab * c * t),
             Op(f"softmax cross-entropy ({cfg.vocab} tokens)", "softmax_ce", (t, cfg.vocab), uses=((1, True, False),)))
 
