@@ -130,6 +130,10 @@ def peak_text(by_source, S) -> list:
                      lib=m.get("peak_library_all") or f"numpy ({meth.get('blas', '?')})",
                      load=", ".join(str(x) for x in m.get("load_before") or []) or fmt.NA,
                      method=meth.get("matmul", "?"), copy=meth.get("copy", "?"), when=m.get("measured", "?")))
+        # what makes the probe's idleness and the peak checkable by a reader (#67): the other
+        # processes' share of the CPU while it ran, and the CPU's instruction sets beside its name
+        out.append(S("peak_idle_isa", other=_other_share(m), cpu=(m.get("cpu") or {}).get("model") or fmt.NA,
+                     isa=", ".join((m.get("cpu") or {}).get("isa") or []) or fmt.NA))
         if m.get("reused_from"):
             out.append(S("peak_reused", path=m["reused_from"]))
         if busy(m):
@@ -141,6 +145,13 @@ def peak_text(by_source, S) -> list:
             out.append(S("peak_caps", caps="; ".join(f"{k}={v} ({cpu.describe(k)})"
                                                      for k, v in _acting(m, m["isa_caps"]).items())))
     return out or [S("peak_none")]
+
+
+def _other_share(m) -> str:
+    """The largest share of the CPU other processes took while the numpy peak's figures were timed."""
+    shares = [f.get("other_share") for f in (m.get("numpy_figures") or {}).values()
+              if isinstance(f, dict) and isinstance(f.get("other_share"), (int, float))]
+    return f"{max(shares) * 100:.1f}%" if shares else fmt.NA
 
 
 def gemm_table(by_source, S) -> dict | None:
