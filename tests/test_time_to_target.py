@@ -145,7 +145,7 @@ def test_too_few_runs_for_parity_or_mlperf_say_so():
     S = Strings("en")
     rows, an = _analysed(_matrix("/o", _equal(random.Random(0)), seeds=range(2)))
     section = target_section("lenet", rows, S, an)
-    assert any("not tested, too few runs" in n for n in section["notes"])
+    assert any("not tested, too few seeds" in n for n in section["notes"])
     assert "too few for MLPerf's rule (2 runs; it needs 5)" in [c["t"] for c in section["table"]["rows"][0]]
     assert not [f for f in target_findings("lenet", rows, S, an) if f.alert]
 

@@ -47,7 +47,9 @@ class Strings:
         self.raw = base
 
     def __call__(self, _key: str, /, **kw) -> str:
-        s = self.raw.get(_key, _key)
+        # a count of one takes the key's singular where it has one ("key@one": "1 run", not "1 runs")
+        one = kw.get("n") == 1 and f"{_key}@one" in self.raw
+        s = self.raw[f"{_key}@one"] if one else self.raw.get(_key, _key)
         if kw:
             s = string.Formatter().vformat(s, (), _Safe(kw))
         return s
