@@ -11,6 +11,7 @@ from .finding import Finding
 from .media import dev_suffix, group_suffix, ranking_groups, wl_name
 from .model import at_faster_mode, speed_ratio
 from .peak import peak_findings
+from .defects import SUBSTITUTE_MARK, substitutes
 from .called import PROVISIONAL_MARK, QUALITY_DIFF, QUALITY_FORMAT, extremes, measured_where, noise_where, seed_spread
 from .timetotarget import target_findings
 
@@ -29,7 +30,7 @@ def speed_findings(wl, wrows, S, an=None) -> list:
                          and speed_ratio(w, best) is not None],
                         key=lambda w: -w.samples_per_s)
         name = wl_name(S, wl) + group_suffix(S, group, wrows)
-        kw = dict(workload=name, run=best.label, sps=fmt.rate(best.samples_per_s), steady=fmt.seconds(best.steady))
+        kw = dict(workload=name, run=_marked(best), sps=fmt.rate(best.samples_per_s), steady=fmt.seconds(best.steady))
         if not others:
             out.append(Finding(kind="speed", text=S("finding_fastest_single", **kw), anchor=f"wl-{wl}"))
             continue
@@ -62,12 +63,17 @@ def mode_findings(rows, S) -> list:
     return [Finding(kind="speed", text=S("finding_modes", items=S.join(items)), anchor="modes")] if items else []
 
 
+def _marked(w) -> str:
+    """A run's label with the † of a substitute layer, as the tables mark its speed (#67)."""
+    return w.label + (f" {SUBSTITUTE_MARK}" if substitutes(w.result) else "")
+
+
 def _ratio_item(w, best, S, an) -> str:
     iv = an.interval(w)
     ratio = fmt.ratio(speed_ratio(w, best))
     if not iv:
-        return S("ratio_item", run=w.label, ratio=ratio)
-    return S("ratio_item_interval", run=w.label, ratio=ratio, interval=fmt.interval(iv["lo"], iv["hi"]))
+        return S("ratio_item", run=_marked(w), ratio=ratio)
+    return S("ratio_item_interval", run=_marked(w), ratio=ratio, interval=fmt.interval(iv["lo"], iv["hi"]))
 
 
 def _rests_on(best, others, S, an) -> str:
