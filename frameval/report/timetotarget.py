@@ -213,8 +213,9 @@ def _ranking(wl, grows, target, S, an) -> Finding | None:
     best, others = reached[0], reached[1:]
     lo, hi = _bounds(an.target(best))
     if hi is None:  # no interval for the quickest: nothing is ordered
+        # in the table's order, never sorted by time: one seed's times read as a ranking they are not (#67)
         return Finding(kind="speed", anchor=f"ttt-{wl}", text=S("ttt_finding_unranked", min=stats.MIN_SEEDS,
-                       items=S.join(_item(w, an, S) for w in reached), **kw) + tail)
+                       items=S.join(_item(w, an, S) for w in grows if w in reached), **kw) + tail)
     slower = [w for w in others if _bounds(an.target(w))[0] is not None and _bounds(an.target(w))[0] > hi]
     ties = [w for w in others if w not in slower]
     parts = [S("ttt_finding_best", best=_item(best, an, S), **kw)]
