@@ -114,7 +114,7 @@ def use_flops(op: dict, ig: bool, wg: bool) -> int:
     gradient of h for every step but the first (whose h is the zero state)."""
     f = 2 * (op.get("macs") or 0)
     kind = op.get("kind")
-    if kind == "lstm":
+    if kind == "recurrent":
         (steps, n_in), hidden = op["shape"], op["args"]["hidden"]
         through_h = 2 * (steps - 1) * hidden * 4 * hidden if ig or wg else 0
         return f + through_h + (2 * steps * n_in * 4 * hidden if ig else 0) + (f if wg else 0)

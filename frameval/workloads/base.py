@@ -115,7 +115,7 @@ class Op:
 
 # The kinds a framework's layers.py builds (docs/layers.md says what each is).
 OP_KINDS = ("conv2d", "tconv2d", "dense", "relu", "leaky_relu", "tanh", "gelu", "maxpool2d", "batchnorm2d",
-            "dropout", "lstm", "embedding", "layernorm", "attention", "softmax_ce", "bce_logits", "mse")
+            "dropout", "recurrent", "embedding", "layernorm", "attention", "softmax_ce", "bce_logits", "mse")
 
 
 def conv(h_out: int, w_out: int, c_in: int, c_out: int, k: int) -> int:

@@ -44,7 +44,7 @@ def substitutes(mode: str) -> dict:
                        "to 0 without a recompile); built-in: flax.linen.Dropout",
             "batchnorm2d": "fw.SpecBatchNorm (Flax's BatchNorm feeds the biased batch variance into the running "
                            "one); built-in: flax.linen.BatchNorm",
-            "lstm": "the notebook's LSTM module (the recurrence in jax.numpy, the spec's one bias, a Python loop "
+            "recurrent": "the notebook's LSTM module (the recurrence in jax.numpy, the spec's one bias, a Python loop "
                     "unrolled under jit); built-in: flax.linen.RNN(OptimizedLSTMCell), a lax.scan"}
 
 
@@ -94,7 +94,7 @@ def _module(op, builtin):
     if k == "batchnorm2d":  # training mode: batch statistics, the running ones updated
         bn = nn.BatchNorm if builtin else fw.SpecBatchNorm
         return bn(momentum=a["momentum"], epsilon=a["eps"]), {"use_running_average": False}
-    if k == "lstm":
+    if k == "recurrent":
         notebook, flax_lstm = _lstm_modules()
         return (flax_lstm if builtin else notebook)(a["hidden"]), {}
     return None, None

@@ -34,7 +34,7 @@ def substitutes(mode: str) -> dict:
     return {"maxpool2d": "argmax + indexing_one_hot (F.max_pool2d's gradient goes to every tied maximum)",
             "batchnorm2d": "fw.BatchNorm2d in MegEngine ops (M.BatchNorm2d's fused backward is off at batch 64)",
             "dropout": "fw.Dropout (its rate a tensor: the trace would bake M.Dropout's float in)",
-            "lstm": "the recurrence in MegEngine ops (M.LSTM's weight gradients are wrong in 1.13)",
+            "recurrent": "the recurrence in MegEngine ops (M.LSTM's weight gradients are wrong in 1.13)",
             "attention": "F.nn.multi_head_attention (projections off, one head per call) with fw.causal_mask as "
                          "attn_mask (is_causal=True fails on the CPU)"}
 
@@ -133,7 +133,7 @@ def _layer(op, builtin):
         return M.LayerNorm(shape[-1], eps=_arg(op, "eps"))
     if k == "dropout":
         return M.Dropout(_arg(op, "rate")) if builtin else fw.Dropout(_arg(op, "rate"))
-    if k == "lstm":
+    if k == "recurrent":
         if builtin:
             lstm = M.LSTM(shape[-1], _arg(op, "hidden"), batch_first=True)
             return _Bound(lambda x: lstm(x)[0][:, -1], lstm)

@@ -182,7 +182,7 @@ def _layer(op, target, builtin):
         return nn.LayerNorm((shape[-1],), epsilon=_arg(op, "eps"))
     if k == "dropout":
         return nn.Dropout(p=_arg(op, "rate")) if builtin else fw.Dropout(_arg(op, "rate"))
-    if k == "lstm":
+    if k == "recurrent":
         return _Last(shape[-1], _arg(op, "hidden"))
     if k == "embedding":
         return _Embedding(_arg(op, "vocab"), _arg(op, "context"), _arg(op, "width"))

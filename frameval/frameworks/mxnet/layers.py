@@ -47,6 +47,11 @@ def _arg(op, name, default=None):
     return op["args"].get(name, default)
 
 
+def substitute(op: dict, mode: str):
+    """Only the one-output-channel transposed convolution is substituted (as the DCGAN notebook does)."""
+    return substitutes(mode).get(op["kind"]) if op["kind"] == "tconv2d" and _arg(op, "out") == 1 else None
+
+
 def _weighted(fn, **shapes):
     """A HybridBlock computing fn(F, x, **weights) over weights of the given shapes, declared by name
     with params.get as the GPT notebook's model does."""
@@ -125,15 +130,15 @@ def _block(op, builtin):
     k, shape = op["kind"], op["shape"]
     if k in ("conv2d", "tconv2d"):
         return _conv(op, builtin)
-    if k == "dense":  # FullyConnected; flatten=False keeps the GPT's (T, N) tokens, the same kernel on (N,)
-        return nn.Dense(_arg(op, "out"), use_bias=_arg(op, "bias", True), flatten=False, in_units=shape[-1])
+    if k == "dense":  # Gluon's Dense flattens (the CNNs', the LSTM's); the GPT's FullyConnected keeps (T, N) tokens
+        return nn.Dense(_arg(op, "out"), use_bias=_arg(op, "bias", True), flatten=len(shape) == 1, in_units=shape[-1])
     if k == "batchnorm2d":  # batch statistics inside autograd.record()
         return nn.BatchNorm(momentum=_arg(op, "momentum"), epsilon=_arg(op, "eps"), in_channels=shape[0])
     if k == "layernorm":
         return nn.LayerNorm(axis=-1, epsilon=_arg(op, "eps"), in_channels=shape[-1])
     if k == "dropout":  # active inside autograd.record() only
         return nn.Dropout(_arg(op, "rate"))
-    if k == "lstm":
+    if k == "recurrent":
         return _lstm(op)
     if k == "embedding":
         return _embedding(_arg(op, "vocab"), _arg(op, "width"), _arg(op, "context"))

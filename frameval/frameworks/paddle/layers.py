@@ -127,7 +127,7 @@ def _layer(op):
         return nn.LayerNorm(shape[-1], epsilon=_arg(op, "eps"))
     if k == "dropout":
         return nn.Dropout(_arg(op, "rate"))  # "upscale_in_train": inverted dropout
-    if k == "lstm":
+    if k == "recurrent":
         return _LastHidden(_arg(op, "hidden"))
     if k == "embedding":
         return _Embedding(_arg(op, "vocab"), _arg(op, "width"), _arg(op, "context"))

@@ -85,7 +85,7 @@ def _keras(op, builtin):
              "tanh": lambda: layers.Activation("tanh"),
              "maxpool2d": lambda: layers.MaxPooling2D(_arg(op, "k")),
              "dropout": lambda: layers.Dropout(_arg(op, "rate")),
-             "lstm": lambda: layers.LSTM(_arg(op, "hidden"))}[k]()]
+             "recurrent": lambda: layers.LSTM(_arg(op, "hidden"))}[k]()]
 
 
 def _attention(heads):

@@ -32,7 +32,7 @@ def setup(threads: int, mode: str) -> str:
 def substitutes(mode: str) -> dict:
     subs = {"dropout": "fw.Dropout (inverted dropout, its rate a tensor: the check sets it to 0 without a recompile)"}
     if mode == "graph":
-        subs["lstm"] = "the recurrence written in torch ops (dynamo cannot trace nn.LSTM)"
+        subs["recurrent"] = "the recurrence written in torch ops (dynamo cannot trace nn.LSTM)"
     return subs
 
 
@@ -96,7 +96,7 @@ def _module(op, mode, builtin):
         return nn.LayerNorm(shape[-1], eps=_arg(op, "eps"))
     if k == "dropout":
         return nn.Dropout(_arg(op, "rate")) if builtin else _Dropout(_arg(op, "rate"))
-    if k == "lstm":
+    if k == "recurrent":
         lstm = nn.LSTM(shape[-1], _arg(op, "hidden"), batch_first=True)
         if mode == "graph" and not builtin:
             return _Unrolled(lstm, _arg(op, "hidden"))

@@ -37,7 +37,7 @@ def ops(params=None) -> tuple:
     p = params or {}
     window, hidden = int(p.get("window") or 20), int(p.get("hidden") or HIDDEN)
     gates = 4 * hidden
-    return (Op(f"LSTM 1→{hidden}, {window} steps", "lstm", (window, 1), (("hidden", hidden),), ((1, False, True),),
+    return (Op(f"LSTM 1→{hidden}, {window} steps", "recurrent", (window, 1), (("hidden", hidden),), ((1, False, True),),
                window * dense(1, gates) + window * dense(hidden, gates)),
             Op(f"dense {hidden}→1", "dense", (hidden,), (("out", 1),), macs=dense(hidden, 1)),
             Op("mean squared error", "mse", (1,), uses=((1, True, False),)))
