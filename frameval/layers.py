@@ -11,7 +11,9 @@ script and workload record (frameval/envscripts/__init__.py); a figure taken
 busy is not cached. Written to `<out>/layers.json`.
 
 A step's kernel time is the sum over its layers and their uses of
-times x median: what that step asks of its framework's kernels at its shapes.
+times x (median less the framework's cost of one empty call): what that
+step asks of its framework's kernels at its shapes, without the per-call
+dispatch that a step compiled whole pays once.
 Standard library only.
 """
 from __future__ import annotations
@@ -122,12 +124,19 @@ def use_flops(op: dict, ig: bool, wg: bool) -> int:
     return f * (1 + (operands if ig else 0) + (1 if wg and kind != "attention" else 0))
 
 
-def op_time(row: dict, field: str = "uses") -> float | None:
-    """Seconds a step spends in one layer (times x median over its uses); None where a use failed."""
+def floor_s(entry: dict) -> float:
+    """The entry's cost of one call with next to no work in it (0 where not measured)."""
+    f = (entry or {}).get("call_floor") or {}
+    return f.get("median_s") or 0.0
+
+
+def op_time(row: dict, field: str = "uses", floor: float = 0.0) -> float | None:
+    """Seconds a step spends in one layer's kernels: times x (median less the per-call
+    floor) over its uses; None where a use failed."""
     uses = row.get(field) or []
     if not uses or any("median_s" not in u for u in uses):
         return None
-    return sum(u["times"] * u["median_s"] for u in uses)
+    return sum(u["times"] * max(u["median_s"] - floor, 0.0) for u in uses)
 
 
 def op_flops(row: dict) -> int:
@@ -137,7 +146,7 @@ def op_flops(row: dict) -> int:
 
 def step_kernel_s(entry: dict) -> float | None:
     """The sum of a framework's layer times for one step; None where any layer failed."""
-    ts = [op_time(r) for r in entry.get("ops") or []]
+    ts = [op_time(r, floor=floor_s(entry)) for r in entry.get("ops") or []]
     return None if not ts or any(t is None for t in ts) else sum(ts)
 
 

@@ -16,6 +16,12 @@ its part `frameworks/<fw>/layers.py`:
         in some layers (a stride-2 convolution's padding); optional
     HOW: {mode: how a layer is compiled in that mode}
 
+Each layer's use is also read less the cost of one call with next to no work
+in it (`call_floor`: a ReLU of one number, forward and backward): the
+framework's per-call dispatch, which a step compiled whole pays once and an
+eager step pays per operator anyway, so it belongs around the kernels, not
+in them (frameval/layers.py subtracts it).
+
 A layer a run substitutes (the notebooks' †) is timed as the run uses it,
 and the built-in beside it where it runs at all. Each use is warmed up
 (the first call compiles in graph mode), then repeated until MIN_S or
@@ -31,6 +37,9 @@ import time
 from frameval import frameworks, idle, workloads
 
 MIN_REPEATS, MAX_REPEATS, MIN_S = 3, 50, 0.4
+# The empty call: a ReLU of one number at batch 1, its input's gradient.
+FLOOR_OP = {"name": "one call, next to no work", "kind": "relu", "shape": [1], "args": {}, "uses": [[1, True, False]],
+            "macs": 0}
 
 
 def time_use(run) -> dict:
@@ -66,6 +75,9 @@ def measure(framework: str, workload: str, batch: int, threads: int, mode: str) 
     subs = part.substitutes(mode)
     idle.wait_for_turn()
     before, t0 = machine_before(), time.perf_counter()
+    # what one call of a layer costs with next to no work in it (a ReLU of one number, forward and
+    # backward): the framework's per-call dispatch, which a whole step compiled as one pays once
+    floor = _cell(part, FLOOR_OP, 1, mode, True, False)
     rows = []
     for op in (o.to_dict() for o in workloads.get(workload).ops({})):
         row = dict(op, uses=[])
@@ -82,7 +94,7 @@ def measure(framework: str, workload: str, batch: int, threads: int, mode: str) 
     busy = (f"other processes {other * 100:.0f}% of the CPU time"
             if other is not None and other > idle.BUSY_OTHER_SHARE else None)
     return {"framework": framework, "version": version, "workload": workload, "batch": batch, "threads": threads,
-            "mode": mode, "how": part.HOW.get(mode, mode), "ops": rows, "load": before.get("load"),
+            "mode": mode, "how": part.HOW.get(mode, mode), "ops": rows, "call_floor": floor, "load": before.get("load"),
             "other_share": other, "busy": busy, "timing_s": round(time.perf_counter() - t0, 2),
             "measured": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "cache": busy is None}

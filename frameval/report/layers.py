@@ -63,8 +63,8 @@ def _worst_layer(e: dict, others: list) -> tuple:
     whose time in e exceeds the fastest framework's by the most."""
     best = None
     for i, row in enumerate(e.get("ops") or []):
-        mine = layers.op_time(row)
-        theirs = [(layers.op_time(o["ops"][i]), o) for o in others if i < len(o.get("ops") or [])]
+        mine = layers.op_time(row, floor=layers.floor_s(e))
+        theirs = [(layers.op_time(o["ops"][i], floor=layers.floor_s(o)), o) for o in others if i < len(o.get("ops") or [])]
         theirs = [(t, o) for t, o in theirs if t is not None]
         if mine is None or not theirs:
             continue
@@ -108,8 +108,8 @@ def _entries(wrows, an) -> list:
     return out
 
 
-def _cell(row: dict, batch: int, peak, fastest: float | None) -> dict:
-    t = layers.op_time(row)
+def _cell(row: dict, batch: int, peak, fastest: float | None, floor: float) -> dict:
+    t = layers.op_time(row, floor=floor)
     if t is None:
         err = next((u["error"] for u in row.get("uses") or [] if "error" in u), "?")
         return cell(fmt.NA, None, "flag", err, md=f"failed: {err}")
@@ -117,12 +117,12 @@ def _cell(row: dict, batch: int, peak, fastest: float | None) -> dict:
     parts = [f"{fmt.sig(t * 1e3)} ms"]
     if f:
         parts.append(f"{fmt.sig(f / t / 1e9)} GFLOP/s" + (f" ({fmt.sig(f / t / 1e9 / peak * 100, 2)}%)" if peak else ""))
-    title = ""
+    title = f"{len(row.get('uses') or [])} use(s) a step; less {fmt.sig(floor * 1e3)} ms a call, the framework's empty call"
     if row.get("substitute"):
         parts[0] += SUB_MARK
-        bt = layers.op_time(row, "builtin")
+        bt = layers.op_time(row, "builtin", floor)
         err = next((u["error"] for u in row.get("builtin") or [] if "error" in u), None)
-        title = f"{SUB_MARK} {row['substitute']}; built-in: " + (f"{fmt.sig(bt * 1e3)} ms" if bt else f"failed ({err})")
+        title += f"; {SUB_MARK} {row['substitute']}; built-in: " + (f"{fmt.sig(bt * 1e3)} ms" if bt else f"failed ({err})")
     slow = fastest and t > 1.5 * fastest
     if slow:
         parts.append(f"×{fmt.sig(t / fastest, 2)}")
@@ -140,10 +140,10 @@ def layer_table(wl: str, wrows, S, an) -> dict | None:
         return None
     rows = []
     for i, op in enumerate(cols[0][1].get("ops") or []):
-        times = [layers.op_time(e["ops"][i]) for _, e, _ in cols]
+        times = [layers.op_time(e["ops"][i], floor=layers.floor_s(e)) for _, e, _ in cols]
         ok = [t for t in times if t is not None]
         fastest = min(ok) if len(ok) > 1 else None
-        rows.append([cell(op["name"], op["name"])] + [_cell(e["ops"][i], e["batch"], p.peak, fastest)
+        rows.append([cell(op["name"], op["name"])] + [_cell(e["ops"][i], e["batch"], p.peak, fastest, layers.floor_s(e))
                                                       for _, e, p in cols])
     sums, steps = [p.kernels.kernel_s for *_, p in cols], [p.kernels.step_s for *_, p in cols]
     rows.append([cell(S("layers_sum"))] + [cell(_ms(s) if s else fmt.NA, s, "" if s else "na") for s in sums])
@@ -170,7 +170,8 @@ def layer_chart(wl: str, wrows, S, an, charts, problems) -> dict | None:
     if not cols:
         return None
     ops = cols[0][1].get("ops") or []
-    per = [[(layers.op_time(e["ops"][i]) or 0.0) * 1e3 for i in range(len(ops))] for _, e, _ in cols]
+    per = [[(layers.op_time(e["ops"][i], floor=layers.floor_s(e)) or 0.0) * 1e3 for i in range(len(ops))]
+           for _, e, _ in cols]
     order = sorted(range(len(ops)), key=lambda i: -sum(p[i] for p in per))
     top, rest = order[:CHART_LAYERS], order[CHART_LAYERS:]
     stacks = [(ops[i]["name"], [p[i] for p in per]) for i in top]
