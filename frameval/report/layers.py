@@ -115,7 +115,7 @@ def _cell(row: dict, batch: int, peak, fastest: float | None, floor: float) -> d
         return cell(fmt.NA, None, "flag", err, md=f"failed: {err}")
     f = layers.op_flops(row) * batch
     parts = [f"{fmt.sig(t * 1e3)} ms"]
-    if f:
+    if f and t > 0:  # a layer no slower than the empty call has no rate to show
         parts.append(f"{fmt.sig(f / t / 1e9)} GFLOP/s" + (f" ({fmt.sig(f / t / 1e9 / peak * 100, 2)}%)" if peak else ""))
     title = f"{len(row.get('uses') or [])} use(s) a step; less {fmt.sig(floor * 1e3)} ms a call, the framework's empty call"
     if row.get("substitute"):
@@ -123,7 +123,7 @@ def _cell(row: dict, batch: int, peak, fastest: float | None, floor: float) -> d
         bt = layers.op_time(row, "builtin", floor)
         err = next((u["error"] for u in row.get("builtin") or [] if "error" in u), None)
         title += f"; {SUB_MARK} {row['substitute']}; built-in: " + (f"{fmt.sig(bt * 1e3)} ms" if bt else f"failed ({err})")
-    slow = fastest and t > 1.5 * fastest
+    slow = bool(fastest) and t > 1.5 * fastest
     if slow:
         parts.append(f"×{fmt.sig(t / fastest, 2)}")
     return cell(" · ".join(parts), t, "warn" if slow else "", title)
