@@ -311,6 +311,9 @@ class Pipeline:
             code = proc.wait()
         if code != 0:
             kind, message, _ = execute.notebook_error(self.out / "collect.ipynb", log, code)
+            if "No space left" not in message and _nearly_full(self.out):
+                # papermill could not write its own output or log there either: name the cause
+                message = f"No space left on device ({message})"
             log.unlink(missing_ok=True)
             print(f"frameval: error: the report was not written: {kind}: {message} "
                   f"({self.intact()}; see {self.out / 'collect.ipynb'})", file=sys.stderr, flush=True)
@@ -331,3 +334,11 @@ def _rel(p: Path) -> str:
 def _quote(s: str) -> str:
     import shlex
     return shlex.quote(s)
+
+
+def _nearly_full(folder, below_kb: int = 64) -> bool:
+    """Whether `folder`'s file system has under `below_kb` KB free (a write there has likely failed)."""
+    try:
+        return shutil.disk_usage(folder).free < below_kb * 1024
+    except OSError:
+        return False

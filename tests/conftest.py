@@ -11,6 +11,10 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+# The suite's runs never read this machine's measured between-run noise (frameval/noise.py): a
+# report's intervals and wording would then depend on whether `bench noise` was run here. Its own
+# folder, emptied with the suite's temporary files (tests that measure noise set theirs).
+os.environ["FRAMEVAL_NOISE_DIR"] = str(REPO / ".frameval" / "test-tmp" / "noise")
 
 class Clock:
     """A virtual perf_counter for the recorder (monkeypatched over its modules'
@@ -162,3 +166,20 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     (out / name).write_text(json.dumps(
         {"total_s": round(total, 1), "load": load, "files": {f: round(s, 1) for f, s in sorted(_SUITE["files"].items())},
          "tests": {k: round(v, 2) for k, v in sorted(_SUITE["tests"].items(), key=lambda kv: -kv[1])}}, indent=1))
+
+
+def training_mb(r: dict):
+    """What training added to resident memory, read from a result dict by the rule of
+    docs (#67), written again here so that the report's figure is checked, not copied:
+    the recorded increment; else, for a result written before #67, its training peak
+    over the level before training where the high-water mark was reset ("clear_refs"),
+    or the figure the run stored as its increment where it could not be reset."""
+    m = r.get("memory") if isinstance(r.get("memory"), dict) else {}
+    num = lambda k: m.get(k) if isinstance(m.get(k), (int, float)) and not isinstance(m.get(k), bool) else None  # noqa: E731
+    for key in ("training_increment_mb", "increment_without_reset_mb"):
+        if key in m:
+            return num(key)
+    peak, before = num("training_peak_mb"), num("before_training_mb")
+    if m.get("method") == "clear_refs":
+        return peak - before if peak is not None and before is not None else None
+    return peak

@@ -8,6 +8,7 @@ import pytest
 
 from frameval import speed
 from frameval.report import fmt
+from frameval.report.defects import substitutes
 from frameval.report.analysis import analyse
 from frameval.report.findings import speed_findings
 from frameval.report.i18n import Strings
@@ -78,11 +79,13 @@ def test_real_matrix_report_shows_every_interval_as_recomputed(matrix):
         if not an.interval(w):
             continue
         best = best_of(w, fastest_by_group([b for b in rows if b.workload == w.workload]))
+        label = w.label + (" †" if substitutes(w.result) else "")  # a substitute layer's mark, as the tables have it
         if w not in ranked:  # its other mode was faster: not in the ranking sentence
-            assert f"{w.label} {fmt.ratio(best.samples_per_s / w.samples_per_s)} (" not in md.split("## ")[2]
+            assert f"{label} {fmt.ratio(best.samples_per_s / w.samples_per_s)} (" not in md.split("## ")[2]
             continue
+        # the suite's runs have no noise measured on this machine (conftest: FRAMEVAL_NOISE_DIR): the imported spread
         again = speed.ratio_interval(run_windows(best), run_windows(w))
-        shown = f"{w.label} {fmt.ratio(again['ratio'])} ({fmt.interval(again['lo'], again['hi'])})"
+        shown = f"{label} {fmt.ratio(again['ratio'])} ({fmt.interval(again['lo'], again['hi'])})"
         assert shown in md, (shown, w.workload)
         checked += 1
     assert checked >= 6, checked

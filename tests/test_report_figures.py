@@ -33,6 +33,7 @@ from frameval.catalog import DISPLAY_NAMES  # noqa: E402
 from frameval.provenance import framework_version  # noqa: E402
 from frameval.report import fmt  # noqa: E402
 from frameval.report.i18n import Strings  # noqa: E402
+from conftest import training_mb  # noqa: E402
 from test_report import col, tables  # noqa: E402
 
 FIX = REPO / "tests" / "fixtures" / "report"
@@ -196,10 +197,7 @@ def _check_memory_and_baseline(tab, row, main, wl, label) -> int:
     """The memory parts (#67) from the result's levels, and the LSTM's skill over
     persistence from its two R²: recomputed here, never read from the report."""
     mem, n = main.get("memory") or {}, 0
-    added = mem.get("training_increment_mb", mem.get("increment_without_reset_mb"))
-    if "training_increment_mb" not in mem and "increment_without_reset_mb" not in mem:  # written before #67
-        peak, before = mem.get("training_peak_mb"), mem.get("before_training_mb")
-        added = (peak - before if None not in (peak, before) else None) if mem.get("method") == "clear_refs" else peak
+    added = training_mb(main)
     left = (mem["after_check_mb"] - mem["after_data_mb"]
             if isinstance(mem.get("after_check_mb"), (int, float)) and isinstance(mem.get("after_data_mb"), (int, float))
             else None)
