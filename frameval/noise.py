@@ -27,7 +27,7 @@ import os
 import time
 from pathlib import Path
 
-from . import cpu, files
+from . import cpu, files, idle
 from .paths import user_cache_dir
 
 NOISE = "noise.json"  # <out>/noise.json
@@ -108,10 +108,11 @@ def add_pairs(pairs: list, threads: int, source: str, load=None) -> dict:
 def add_from_repeats(results: list) -> None:
     """A command's runs made --repeats 2 or more: each run's consecutive repeats are
     pairs of fresh kernels (their steady epoch seconds), added to the record for its
-    thread count. Reused results were counted when they ran."""
+    thread count. Reused results were counted when they ran; a run made beside other
+    work is left out (the suite's own tiny repeats once took this machine's 0.051 to 0.105)."""
     by_threads: dict = {}
     for r in results:
-        if r.get("reused") or r.get("status") != "ok" or (r.get("device") or "cpu") != "cpu":
+        if r.get("reused") or r.get("status") != "ok" or (r.get("device") or "cpu") != "cpu" or _busy(r):
             continue
         secs = [v for v in r.get("repeats") or [] if isinstance(v, (int, float))]
         threads = int((r.get("params") or {}).get("threads") or 0) or threads_all()
@@ -120,6 +121,15 @@ def add_from_repeats(results: list) -> None:
     for threads, pairs in by_threads.items():
         if pairs:
             add_pairs(pairs, threads, "--repeats")
+
+
+def _busy(result: dict) -> bool:
+    """A run made beside other work (other processes' share of the CPU over it past the
+    probe's busy mark): its pair would record that work's noise. Not the load average,
+    which a command's own earlier runs keep high for minutes."""
+    m = result.get("machine") if isinstance(result.get("machine"), dict) else {}
+    other = m.get("other_share")
+    return isinstance(other, (int, float)) and other > idle.BUSY_OTHER_SHARE
 
 
 def copy_into(out, threads: int) -> dict | None:

@@ -61,7 +61,8 @@ def test_repeats_add_their_pairs(tmp_path, monkeypatch):
     monkeypatch.setenv("FRAMEVAL_NOISE_DIR", str(tmp_path))
     r = {"status": "ok", "device": "cpu", "framework": "torch", "workload": "lenet", "mode": "graph",
          "params": {"threads": 0}, "repeats": [1.0, 1.1, 1.0]}
-    noise.add_from_repeats([r, dict(r, reused=True)])  # a reused result was counted when it ran
+    busy = dict(r, machine={"cores": 2, "load_before": [1.9, 1.5, 1.0], "other_share": 0.6})
+    noise.add_from_repeats([r, dict(r, reused=True), busy])  # reused: counted when it ran; busy: another's noise
     m = noise.read_cached(noise.threads_all())
     assert [round(p["log_ratio"], 6) for p in m["pairs"]] == [round(math.log(1 / 1.1), 6), round(math.log(1.1), 6)]
     assert m["sd"] == pytest.approx(math.sqrt(2 * math.log(1.1) ** 2 / 4), abs=1e-5)
