@@ -70,9 +70,20 @@ def keys(runs) -> list:
     return out
 
 
+# glibc's malloc hands a large block back to the kernel when it is freed, and the next one of that
+# size is faulted in page by page, at a cost set by the allocator's history (its threshold moves as
+# blocks are freed): one torch convolution measured 0.75 ms or 2.9 ms in two processes, ~1,800 page
+# faults a call. A layer is timed with blocks kept, so that its time is its kernels'; the faults a
+# run's step pays stay in its time outside the layers. 32 MiB is the largest threshold every
+# 64-bit glibc accepts (a larger one is refused, and the fixed default of 128 KiB would apply). A
+# value of the user's own wins.
+STEADY_MALLOC = {"MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(1 << 31)}
+
+
 def _call(env, framework, workload, batch, threads, mode) -> dict:
+    steady = {k: os.environ.get(k) or v for k, v in STEADY_MALLOC.items()}
     return dict(env=env, module=MODULE, args=[framework, workload, batch, threads, mode],
-                env_vars={v: threads for v in cpu.THREAD_VARS}, timeout=900,
+                env_vars=dict({v: threads for v in cpu.THREAD_VARS}, **steady), timeout=900,
                 also=_sources(framework, workload))
 
 
