@@ -87,6 +87,22 @@ def _call(env, framework, workload, batch, threads, mode) -> dict:
                 also=_sources(framework, workload))
 
 
+def plan_line(env_by_fw: dict, runs) -> str:
+    """What --layers would do, for --dry-run: each framework x workload x mode cached or to be timed."""
+    todo, cached, unbuilt = [], [], []
+    for k in keys(runs):
+        env, name = env_by_fw.get(k[0]), f"{k[0]} {k[2]} {k[5]}"
+        if not getattr(env, "ready", False):
+            unbuilt.append(name)
+            continue
+        c = _call(env, *k[1:])
+        (cached if envscripts.cache_path(env, c["module"], c["args"], c["env_vars"], c["also"]).exists()
+         else todo).append(name)
+    return ("frameval: --layers: " + (f"time every layer of {', '.join(todo)}" if todo else "nothing to time")
+            + (f"; cached: {', '.join(cached)}" if cached else "")
+            + (f"; environment not built yet: {', '.join(unbuilt)}" if unbuilt else ""))
+
+
 def measure(env_by_fw: dict, runs, say=print) -> dict:
     """{"entries": [one script line per key, with "fw_key"], "seconds", "load_before", ...}."""
     t0, load = time.perf_counter(), idle.load()

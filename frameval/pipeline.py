@@ -210,10 +210,13 @@ class Pipeline:
             self.say(f"  [{i}/{len(self.runs)}] {run.name}{run.replicate}: "
                      f"{'execute' if dec.execute else 'reuse'} ({dec.why}){extra}")
         self.executor.dry_run(self.context(), n_execute)
+        backend = envs.choose_backend(self.config.env_backend)
         if self.config.behaviour:
-            backend = envs.choose_backend(self.config.env_backend)
             self.say(behaviour.plan_line({k: envs.env_for(envs.framework_spec(k, "cpu"), backend)
                                           for k in dict.fromkeys(r.fw_key for r in self.runs)}))
+        if self.config.layers:
+            self.say(layers.plan_line({k: envs.env_for(envs.framework_spec(k, "cpu"), backend)
+                                       for k in dict.fromkeys(r.fw_key for r in self.runs)}, self.runs))
         return 0
 
     def triage(self, i: int, run, env_by_fw) -> tuple:

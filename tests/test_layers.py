@@ -102,6 +102,13 @@ def test_layers_end_to_end_on_lenet(tmp_path):
         if "loses to" in line and "kernels" in line:
             assert re.search(r"the largest excess is its .+, [\d.]+ ms a step against", line) or "around the kernels" in line
     assert "own measured GEMM" not in md
+    # --dry-run says what --layers would time: cached by the run above, or timed again where that
+    # run measured beside other work (the suite's other worker), which is never cached
+    p = run_all("--workloads", "lenet", "--layers", "--out", str(out), *TINY, "--dry-run")
+    line = next(ln for ln in p.stdout.splitlines() if ln.startswith("frameval: --layers:"))
+    assert line.count(" lenet graph") == 7 and "not built" not in line, line
+    fresh = [e for e in m["entries"] if e.get("cache")]
+    assert ("cached: " in line) == bool(fresh), (line, len(fresh))
 
 
 def _name(fw):
