@@ -8,7 +8,12 @@
   steady epochs number MIN_WINDOWS or more, else enough windows per epoch to
   reach MIN_WINDOWS in all (`window_steps`).
 - **The steady windows** are those of every epoch after the first (which
-  compiles and warms up).
+  compiles and warms up). A window shorter than MIN_WINDOW_S is read together
+  with the next ones of its epoch until they last that long (`merged`): an
+  evaluation or a window count may cut an epoch into windows of a few
+  milliseconds, where one scheduler tick (4 ms at 250 Hz) is a third of a
+  window. The merged windows still hold training steps only. A run whose
+  windows stay under the floor (an epoch shorter than it) is not ranked.
 - **A run's rate** is the median samples/s of its steady windows; **a side's
   rate** (a run and its repeats) the median over its runs of each run's rate.
 - **Seconds per steady epoch** are derived from that rate, never timed apart:
@@ -31,6 +36,7 @@ import random
 import statistics
 
 MIN_WINDOWS = 5         # every speed figure rests on at least this many steady windows
+MIN_WINDOW_S = 0.05     # ... each of them at least this long (docs/workloads.md): shorter ones are merged within their epoch
 OUTLIER_FACTOR = 3.0    # a steady window this many times slower than the median is an outlier (counted, never dropped)
 # The log SD of samples/s between separate kernels, measured on this 2-core VM
 # with nothing else running: two default reports (python3 run_all.py, then
@@ -68,9 +74,43 @@ def steady(windows) -> list:
     return out
 
 
+def merged(windows) -> list:
+    """The steady windows, each shorter than MIN_WINDOW_S read with the next ones
+    of its epoch ({"epoch", "samples", "seconds", "steps", "merged": how many});
+    an epoch's short remainder joins its last window."""
+    out: list = []
+    for w in steady(windows):
+        last = out[-1] if out else None
+        if last and last["epoch"] == w["epoch"] and last["seconds"] < MIN_WINDOW_S:
+            _add(last, w)
+        else:
+            out.append({"epoch": w["epoch"], "samples": _num(w["samples"]), "seconds": _num(w["seconds"]),
+                        "steps": w.get("steps"), "merged": 1})
+    for i in range(len(out) - 1, 0, -1):  # a short remainder at an epoch's end joins the window before it
+        if out[i]["seconds"] < MIN_WINDOW_S and out[i - 1]["epoch"] == out[i]["epoch"]:
+            _add(out[i - 1], out.pop(i))
+    return out
+
+
+def _add(into: dict, w: dict) -> None:
+    into["samples"] += _num(w["samples"])
+    into["seconds"] += _num(w["seconds"])
+    into["steps"] = (into["steps"] + w["steps"]) if isinstance(into.get("steps"), int) and isinstance(
+        w.get("steps"), int) else None
+    into["merged"] += w.get("merged", 1)
+
+
 def rates(windows) -> list:
-    """samples/s of each steady window."""
-    return [_num(w["samples"]) / _num(w["seconds"]) for w in steady(windows)]
+    """samples/s of each steady window, short ones merged (`merged`)."""
+    return [w["samples"] / w["seconds"] for w in merged(windows)]
+
+
+def too_short(windows) -> float | None:
+    """The median merged window's seconds where it stays under MIN_WINDOW_S (the run
+    is not ranked), else None."""
+    secs = sorted(w["seconds"] for w in merged(windows))
+    med = secs[len(secs) // 2] if secs else None
+    return med if med is not None and med < MIN_WINDOW_S else None
 
 
 def outliers(rs) -> int:

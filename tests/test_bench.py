@@ -31,6 +31,8 @@ SMOKE = {
     "pipeline": ["--smoke", "--frameworks", "jax", "--workloads", "lstm"],
     # two rounds of one small run: one pair, recorded into the test's own folder (FRAMEVAL_NOISE_DIR)
     "noise": ["--frameworks", "jax", "--workloads", "lstm", "-p", "epochs=2", "-p", "lstm.max_train_samples=256"],
+    # one seed, two epochs: the level and delta targets against persistence, in torch eager
+    "lstm_delta": ["--seeds", "1", "--epochs", "2"],
 }
 
 
@@ -119,3 +121,13 @@ def test_noise_bench_runs_records_and_prints_its_figures(tmp_path, monkeypatch):
     record = json.loads(next(tmp_path.glob("*.json")).read_text())  # the machine's record, in the test's folder
     assert len(record["pairs"]) == 1 and record["pairs"][0]["run"] == "jax/lstm-graph"
     assert abs(record["sd"] - got["sd"]) < 1e-4
+
+
+def test_lstm_delta_bench_runs_and_prints_its_figures():
+    out = run_bench("lstm_delta", timeout=300)
+    got = figures(out, r"2 epochs: persistence R² {base} \({LOAD}\)", positive=("base",))
+    assert 0.9 < got["base"] < 1  # the CO2 series' persistence forecast scores about 0.991
+    for t in ("level", "delta"):
+        figures(out, t + r"\s*: R² mean {r2} \(.*\), skill over persistence mean {skill} .*\({LOAD}\)",
+                finite=("r2", "skill"))
+    assert re.search(r"delta beats persistence on every seed: (yes|no)", out)

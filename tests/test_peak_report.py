@@ -20,8 +20,9 @@ pytestmark = pytest.mark.fast
 
 def _run(fw, sps):
     r = record(fw, graph_scope=scope(True, True, True, 1, 0, "whole step"), effective=threads(2, 2))
+    steps = max(3, -(-int(0.06 * sps) // 64))  # windows of about 60 ms: over speed.MIN_WINDOW_S, none merged
     r["timing"]["windows"] = [{"epoch": 1, "steps": 10, "samples": 640, "seconds": 640 / sps * 3}] + [
-        {"epoch": e, "steps": 3, "samples": 192, "seconds": 192 / (sps * (1 + 0.003 * k))}
+        {"epoch": e, "steps": steps, "samples": 64 * steps, "seconds": 64 * steps / (sps * (1 + 0.003 * k))}
         for e in (2, 3) for k in (-1, 0, 1)]
     r["samples_per_s"] = speed.run_rate(r["timing"]["windows"])  # as the recorder writes it
     return r

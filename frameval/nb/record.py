@@ -605,6 +605,7 @@ class Recorder:
         rates = speed.rates(wins)
         self.result["timing"] = {
             "window": "steps" if self.windows else "epoch", "min_windows": MIN_WINDOWS,
+            "min_window_s": speed.MIN_WINDOW_S,
             "windows": wins, "steady_windows": len(rates), "outlier_windows": speed.outliers(rates)}
         self.result["samples_per_s"] = speed.run_rate(wins)
 

@@ -193,6 +193,13 @@ def between_sd(noises, *ws) -> float:
     return max(n["sd"] for n in got) if got and all(got) else speed.BETWEEN_RUN_SD
 
 
+def window_short(w) -> float | None:
+    """The median steady window's seconds of a row's runs where it stays under speed.MIN_WINDOW_S."""
+    got = [speed.too_short(r.timing.get("windows") if isinstance(r.timing.get("windows"), list) else r.epochs)
+           for r in [w.result, *w.extra]]
+    return max(filter(None, got), default=None)
+
+
 def speed_intervals(rows, noises=None) -> dict:
     """{row: the ratio's interval} against the fastest of its workload,
     device and size (speed.ratio_interval on the runs' windows), single runs
@@ -204,7 +211,10 @@ def speed_intervals(rows, noises=None) -> dict:
             base = run_windows(best)
             for w in wrows:
                 if w is not best and speed_ratio(w, best) is not None:
-                    out[w] = speed.ratio_interval(base, run_windows(w), between_sd(noises, w, best))
+                    iv = speed.ratio_interval(base, run_windows(w), between_sd(noises, w, best))
+                    short = max(filter(None, (window_short(best), window_short(w))), default=None)
+                    # windows under the floor even merged within their epoch: no verdict (speed.MIN_WINDOW_S)
+                    out[w] = dict(iv, verdict="not_ranked", short_s=short) if iv and short else iv
     return out
 
 

@@ -204,7 +204,11 @@ def _setting_row(key, rows, spec, S, flags, groups=None):
     elif not recorded:
         verdict = cell(S("verdict_none_recorded"), "none", "na")
     elif every_declared:  # "all seven" is said in a few words, never listed
-        verdict = cell("= " + S("verdict_declared_all"), "declared", "warn")
+        off = key in spec and _same_key(key, recorded[0]) != _same_key(key, spec[key]) and len(distinct) == 1
+        # a declared value that is not the full-run spec's (the DCGAN's quick batch 32 against 256) says so too
+        verdict = cell("= " + S("verdict_declared_all") + (
+            "; " + S("verdict_spec_has", spec=fmt.value(spec[key])) if off else ""), "declared", "warn",
+            S("tip_differs_from_spec") if off else "")
     elif declared:
         verdict = cell("= " + S("verdict_declared", runs=S.join(declared)), "declared", "warn")
     elif key in spec and _same_key(key, recorded[0]) != _same_key(key, spec[key]):

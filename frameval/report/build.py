@@ -264,6 +264,17 @@ def _pairs(rows, S, charts, problems, repo) -> tuple:
     return modes, high_api
 
 
+def _summary(sections, scaling, found) -> list:
+    """The summary's findings, the scaling section's after them; and each workload's verdict
+    in words: the summary's own speed (with its ratios), quality and memory sentences, above
+    its verdict table (#67), never a second wording of them."""
+    found = found + [f for p in (scaling or {}).get("parts", []) for f in p.get("findings", [])]  # Finding objects
+    for sec in sections:
+        sec["verdict_words"] = [" ".join([f.text, *(d for d in f.details if "×" in d)]) for f in found
+                                if f.anchor == sec.get("anchor") and f.kind in ("speed", "quality", "memory")]
+    return found
+
+
 def _context(request, S, problems, assets_dir) -> dict:
     loaded = _load(request, S)
     rows = make_rows(loaded["runs"], S, loaded["multi_host"], problems)
@@ -276,8 +287,8 @@ def _context(request, S, problems, assets_dir) -> dict:
                           default=lambda it: _NoCharts(it["reason"]))
     if request["lang"] != "en" and charts.font_file is None:
         warnings.append(S("warn_no_cjk_font"))
-    code, code_counts = problems.run(S("what_table", name=S("h_code")), code_size_table, frameworks, list(WORKLOADS),
-                                     request["repo"], request["out_dir"], S,
+    code, code_counts = problems.run(S("what_table", name=S("h_code")), code_size_table, frameworks, wls,
+                                     request["repo"], request["out_dir"], S, rows,
                                      default=lambda it: ({"id": "table-code", "error": it["text"], "headers": [], "rows": []}, {}))
     sections, audits = _sections(rows, wls, loaded, S, problems, charts, code_counts, request, assets_dir, an)
     check = _check(rows, S, problems)
@@ -288,8 +299,7 @@ def _context(request, S, problems, assets_dir) -> dict:
                            default=lambda it: {"error": it["text"]})
     errors = problems.run(S("what_section", name=S("h_errors")), error_entries, rows, request["out_dir"], S, default=[])
     assets = summary_charts(rows, wls, S, charts, problems, an)
-    found = findings(rows, wls, S, errors, check["failed"], audits, problems, an, versions)
-    found += [f for p in (scaling or {}).get("parts", []) for f in p.get("findings", [])]  # Finding objects
+    found = _summary(sections, scaling, findings(rows, wls, S, errors, check["failed"], audits, problems, an, versions))
     env = _environment(rows, loaded, frameworks, peaks, S, problems, request["out_dir"])
     defects = problems.run(S("what_section", name=S("h_defects")), defects_table, rows, frameworks, S,
                            default=lambda it: {"id": "table-defects", "error": it["text"], "headers": [], "rows": [],

@@ -73,7 +73,9 @@ def _ratio_item(w, best, S, an) -> str:
     ratio = fmt.ratio(speed_ratio(w, best))
     if not iv:
         return S("ratio_item", run=_marked(w), ratio=ratio)
-    return S("ratio_item_interval", run=_marked(w), ratio=ratio, interval=fmt.interval(iv["lo"], iv["hi"]))
+    text = S("ratio_item_interval", run=_marked(w), ratio=ratio, interval=fmt.interval(iv["lo"], iv["hi"]))
+    return text + (" " + S("not_ranked_short", ms=fmt.sig(iv["short_s"] * 1e3), floor=f"{speed.MIN_WINDOW_S * 1e3:g}")
+                   if iv["verdict"] == "not_ranked" else "")
 
 
 def _rests_on(best, others, S, an) -> str:
@@ -81,7 +83,7 @@ def _rests_on(best, others, S, an) -> str:
     whether single runs were widened by the between-run spread."""
     ivs = [an.interval(w) for w in others if an.interval(w)]
     wins = best.result.timing.get("windows") if isinstance(best.result.timing.get("windows"), list) else []
-    steady = speed.steady(wins)
+    steady = speed.merged(wins)  # short windows read together within their epoch (speed.MIN_WINDOW_S)
     samples = fmt.num(steady[0].get("samples")) if steady else None
     text = S("finding_rests_on", windows=len(steady) or fmt.NA, samples=fmt.integer(samples) if samples else fmt.NA,
              runs=best.n_repeats)

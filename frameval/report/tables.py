@@ -7,7 +7,7 @@ import os
 import statistics
 from pathlib import Path
 
-from .. import energy
+from .. import energy, speed
 from ..catalog import WORKLOAD_BY_KEY
 from ..paths import notebook_path, notebook_rel
 from ..result import Result, counts
@@ -173,7 +173,8 @@ def ratio_cell(w, best, S, an, ranked=True):
         return cell(fmt.NA, None, "na")
     if w is best or not iv:
         return cell(fmt.ratio(ratio), ratio, "best" if w is best and ranked else "")
-    verdict = S("verdict_" + iv["verdict"]) + (f" {PROVISIONAL_MARK}" if an.provisional(w, best) else "")
+    verdict = S("verdict_" + iv["verdict"], floor=f"{speed.MIN_WINDOW_S * 1e3:g}") + (
+        f" {PROVISIONAL_MARK}" if an.provisional(w, best) else "")
     return cell(f"{fmt.ratio(ratio)} ({fmt.interval(iv['lo'], iv['hi'])}) {verdict}", ratio,
                 "" if iv["verdict"] == "slower" else "same", S("tip_interval", runs=iv["runs"][1], windows=iv["windows"][1])
                 + (" " + S("tip_interval_widened", where=noise_where([w, best], S, an)) if iv["widened"] else ""))
@@ -359,8 +360,16 @@ def memory_table(workload, rows, S):
 
 
 # ------------------------------------------------------------------ code size
-def code_size_table(frameworks, workloads, repo: Path, out_dir: Path, S):
+def code_size_table(frameworks, workloads, repo: Path, out_dir: Path, S, rows=()):
+    """Code lines of each notebook of the workloads that ran. Each count links to
+    the notebook a run executed, inside the report folder (it travels with it);
+    a source notebook outside the folder is named, never linked (#67)."""
     from ..notebook import NotebookError, count_code_lines, read
+    ran = {}
+    for w in rows:
+        nb_file = Path(w.result.notebook) if w.result.notebook else None
+        if nb_file and nb_file.is_file() and Path(out_dir).resolve() in nb_file.resolve().parents:
+            ran.setdefault((w.fw, w.workload), nb_file)
     counts, heads = {}, [header(S("col_framework"))] + [header(S("wl_" + wl), True) for wl in workloads] + [header(S("col_total"), True)]
     body = []
     for fw in frameworks:
@@ -375,8 +384,9 @@ def code_size_table(frameworks, workloads, repo: Path, out_dir: Path, S):
                 continue
             counts[(fw, wl)] = n
             total += n
-            rel = os.path.relpath(p, out_dir)
-            line.append(cell(f"{n}", n) | {"link": rel, "link_text": notebook_rel(fw, wl)})
+            got = ran.get((fw, wl))
+            link = {"link": os.path.relpath(got, out_dir), "link_text": notebook_rel(fw, wl)} if got else {}
+            line.append(cell(f"{n}", n, "", notebook_rel(fw, wl)) | link)
         line.append(cell(str(total), total))
         body.append(line)
     return {"id": "table-code", "headers": heads, "rows": body, "sortable": True}, counts
