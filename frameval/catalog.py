@@ -30,10 +30,6 @@ Framework = _frameworks.Framework
 FRAMEWORK_RECORDS = _frameworks.records()
 BY_KEY = {f.key: f for f in FRAMEWORK_RECORDS}
 FRAMEWORKS = tuple(f.key for f in FRAMEWORK_RECORDS)
-# Frameworks that run when named (--frameworks X) but are not in "all", the
-# default matrix. Empty: JAX joined the default once the quick report of all
-# seven fitted in ten minutes on 2 cores.
-OPT_IN_FRAMEWORKS: tuple = ()
 # The LeNet notebooks that train through the framework's high-level API when
 # `api = "high"` (docs/high-level-api.md): every framework that has one.
 HIGH_API_NOTEBOOKS = tuple(f.key for f in FRAMEWORK_RECORDS if f.high_api)
@@ -96,10 +92,24 @@ PROFILES = {prof: {w.key: dict(w.profiles.get(prof, {})) for w in WORKLOAD_RECOR
 # profile has no default limit (None); --timeout sets one. A 6-epoch DCGAN
 # killed at 30 minutes, after 4 epochs, is how this was found.
 PROFILE_TIMEOUT_S = {"quick": 1800.0, "full": None}
-# Per-framework overrides of a profile. Empty on purpose: a smaller size for a
-# slower framework makes its epochs incomparable (the report ranks per sample,
-# but equal work is the honest default).
-PROFILE_FRAMEWORK_OVERRIDES: dict = {}
+
+
+def not_offered(framework: str, params: dict) -> str | None:
+    """The line for a precision or mode the framework's record does not declare on the
+    run's device (Framework.offers, #68), or None. The runner says it before anything
+    runs (plan.py); a notebook opened by hand stops at its parameters with it."""
+    rec = BY_KEY.get(framework)
+    device = params.get("device") or "cpu"
+    for axis in ("precision", "mode"):
+        v = params.get(axis)
+        if rec is None or v is None:
+            continue
+        has = rec.offered(axis, device)
+        if v not in has:
+            offers = ", ".join(has) if has else "nothing"
+            return (f"{axis}={v}: {rec.display} does not offer it on the {device.upper()} (it declares {offers}: "
+                    f"frameval/frameworks/{framework}/__init__.py, offers)")
+    return None
 
 
 def canonical_framework(name: str) -> str:
@@ -112,6 +122,5 @@ def framework_name(fw: str) -> str:
 
 
 def order_key(fw: str) -> tuple:
-    """Report order: the default matrix's frameworks, then the opt-in ones, then any other."""
-    known = FRAMEWORKS + OPT_IN_FRAMEWORKS
-    return (known.index(fw) if fw in known else len(known), fw)
+    """Report order: the registry's frameworks in their order, then any other."""
+    return (FRAMEWORKS.index(fw) if fw in FRAMEWORKS else len(FRAMEWORKS), fw)

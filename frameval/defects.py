@@ -29,7 +29,7 @@ from pathlib import Path
 from .files import atomic_write_json
 from .paths import REPO, user_cache_dir
 from . import frameworks
-from .catalog import FRAMEWORKS, OPT_IN_FRAMEWORKS
+from .catalog import FRAMEWORKS
 
 DEFECTS_DIR = REPO / "defects"
 PRESENT, FIXED, NOT_RUN = "present", "fixed", "could not run"
@@ -56,7 +56,7 @@ class Defect:
 
 def catalogue(frameworks=None) -> list:
     """Every reproduction under defects/, in framework order."""
-    order = list(FRAMEWORKS) + list(OPT_IN_FRAMEWORKS)
+    order = list(FRAMEWORKS)
     out = [Defect(p.parent.name, p.stem, p) for p in sorted(DEFECTS_DIR.glob("*/*.py"))]
     out = [d for d in out if frameworks is None or d.framework in frameworks]
     return sorted(out, key=lambda d: (order.index(d.framework) if d.framework in order else 99, d.id))

@@ -16,8 +16,9 @@ from . import notebook as nbfile
 from . import files, versions
 from .envs.spec import PinError, key as framework_key
 from .paths import REPO, notebook_path
-from .catalog import (APIS, BY_KEY, HIGH_API_NOTEBOOKS, WORKLOAD_BY_KEY, WORKLOAD_PARAMS, DEVICES, FRAMEWORKS, OPT_IN_FRAMEWORKS, MODES, PRECISIONS,
-                      PROFILE_FRAMEWORK_OVERRIDES, PROFILES, WORKLOADS, DEFAULT_WORKLOADS, canonical_framework)
+from .catalog import not_offered
+from .catalog import (APIS, BY_KEY, HIGH_API_NOTEBOOKS, WORKLOAD_BY_KEY, WORKLOAD_PARAMS, DEVICES, FRAMEWORKS, MODES, PRECISIONS,
+                      PROFILES, WORKLOADS, DEFAULT_WORKLOADS, canonical_framework)
 
 # Set by the runner from its own options, not with -p.
 RESERVED = {"mode": "--mode", "device": "--device", "out_dir": "--out"}
@@ -224,6 +225,9 @@ def build_plan(frameworks: str = "all", workloads: str = "default", mode: str = 
                 for m in modes:
                     for seed in seeds or [None]:
                         p = dict(params, **combo, mode=m, device=device, **({} if seed is None else {"seed": seed}))
+                        why = not_offered(fw, p)
+                        if why:  # a value the catalog knows but this framework's folder does not declare
+                            raise PlanError(why)
                         sdir = "" if seed is None or seed == cells[fw, wl].get("seed") else f"seed-{seed}"
                         for k in range(1, repeats + 1):
                             runs.append(Run(fw, wl, m, device, p, path, profile, k,
@@ -273,10 +277,10 @@ def _check_overrides(ov: dict, cells: dict, wls) -> None:
 
 
 def _resolved(fw: str, wl: str, defaults: dict, profile: str, ov: dict) -> tuple:
-    """(parameters, the framework override's notes, {swept key: values}) of one notebook, layer by layer."""
+    """(parameters, notes, {swept key: values}) of one notebook, layer by layer: the profile's
+    values (the same for every framework: equal work), then -p for all workloads and for this one."""
     params, notes, swept = dict(defaults), [], {}
     layers = [(PROFILES[profile].get(wl, {}), "profile"),
-              (PROFILE_FRAMEWORK_OVERRIDES.get(profile, {}).get((fw, wl), {}), "framework"),
               (ov.get(None, {}), "-p"), (ov.get(wl, {}), "-p")]
     for values, where in layers:
         for key, raw in values.items():
@@ -308,7 +312,7 @@ def framework_entries(frameworks: str, device: str = "cpu") -> list:
             name, pin = versions.parse_entry(raw)
             if pin and name == "all":
                 raise PinError(f"--frameworks {raw.strip()!r}: pin one framework at a time, e.g. paddle==3.2.2")
-            fws = split_list(name, FRAMEWORKS, "framework", canonical_framework, OPT_IN_FRAMEWORKS)
+            fws = split_list(name, FRAMEWORKS, "framework", canonical_framework)
             out += [(fw, versions.normalise(fw, pin, device)) for fw in fws]
         except PinError as e:
             raise PlanError(str(e)) from None

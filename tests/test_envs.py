@@ -7,12 +7,12 @@ import pytest
 from frameval import envs
 from frameval.envs.specfile import SpecError, parse_spec
 from frameval.nb import paths
-from frameval.catalog import FRAMEWORKS, OPT_IN_FRAMEWORKS
+from frameval.catalog import FRAMEWORKS
 from conftest import REPO
 
 
 @pytest.mark.fast
-@pytest.mark.parametrize("fw", FRAMEWORKS + OPT_IN_FRAMEWORKS)
+@pytest.mark.parametrize("fw", FRAMEWORKS)
 def test_every_framework_has_a_spec(fw):
     spec = parse_spec(REPO / "envs" / f"{fw}.yml")
     assert spec.python in ("3.10", "3.11") and "ipykernel" in spec.pip

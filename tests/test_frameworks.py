@@ -123,7 +123,9 @@ TOY = {
         FRAMEWORK = Framework("toy", "Toy", order=8, aliases=("toyfw",), packages=("toypkg",), colour="#123456",
                               kernel_env={"TOY_LOG": "quiet"}, gpu_kernel_env={"TOY_GPU_GROWTH": "1"},
                               graph_path_forbids=";", graph_path_why="a semicolon (the toy splits on it)",
-                              workarounds={"toy-defect": r"toy_fix\\(\\)"})
+                              workarounds={"toy-defect": r"toy_fix\\(\\)"},
+                              offers={"precision": {"cpu": ("default", "highest"), "gpu": ("default", "highest")},
+                                      "mode": {"cpu": ("graph", "eager"), "gpu": ("graph", "eager")}})
         ''',
     "support.py": '''
         def setup(rec):
@@ -197,7 +199,7 @@ cases = behaviour.main("toy")
 print("RESULT " + json.dumps({
     "refused": refused, "api": cases["api"], "cases": cases["cases"], "same_as_numpy": cases["cases"] == behaviour.run_cases(Numpy()),
     "names": frameworks.names(), "catalog": catalog.FRAMEWORKS, "alias": catalog.canonical_framework("toyfw"),
-    "label": catalog.framework_name("toy"), "row_label": row.fw_name, "report_order": spec.FRAMEWORKS,
+    "label": catalog.framework_name("toy"), "row_label": row.fw_name, "report_order": sorted(catalog.FRAMEWORKS, key=spec.order_key),
     "colour": charts.Charts.color("toy"), "torch_colour": charts.Charts.color("torch"),
     "kernel_cpu": kernels.kernel_extra("toy", "cpu"), "kernel_gpu": kernels.kernel_extra("toy", "gpu"),
     "dist": install_facts.framework_dist("toy"),
@@ -275,3 +277,38 @@ def test_a_toy_framework_reaches_the_options_and_the_plan(tmp_path):
     shutil.rmtree(root / "frameval" / "frameworks" / "toy")
     p = _run(root, "run_all.py", "--frameworks", "toy", "--dry-run")
     assert p.returncode == 2 and "unknown framework 'toy'" in p.stderr
+
+
+# ------------------------------------------------------------------ what a framework offers (#68)
+@pytest.mark.fast
+def test_a_new_precision_is_offered_by_no_framework_until_its_folder_declares_it(monkeypatch):
+    """Adding bf16 to the catalog alone makes every run of it bad input, before
+    anything runs, naming the framework and where it declares; a record that
+    declares it (here torch's, patched) is accepted, the others still refused."""
+    from dataclasses import replace
+    from frameval import catalog, plan
+    from frameval.nb import params as nbparams
+    monkeypatch.setattr(plan, "ALLOWED", dict(plan.ALLOWED, precision=catalog.PRECISIONS + ("bf16",)))
+    with pytest.raises(plan.PlanError, match=r"precision=bf16: PyTorch does not offer it on the CPU \(it declares "
+                                             r"default, highest: frameval/frameworks/torch/__init__.py"):
+        plan.build_plan("torch", "lenet", "graph", "cpu", "quick", ["precision=bf16"])
+    torch = catalog.BY_KEY["torch"]
+    offers = {"precision": {"cpu": ("default", "highest", "bf16")}, "mode": torch.offers["mode"]}
+    monkeypatch.setitem(catalog.BY_KEY, "torch", replace(torch, offers=offers))
+    runs = plan.build_plan("torch", "lenet", "graph", "cpu", "quick", ["precision=bf16"])
+    assert [r.params["precision"] for r in runs] == ["bf16"]
+    with pytest.raises(plan.PlanError, match="precision=bf16: TensorFlow does not offer it on the CPU"):
+        plan.build_plan("torch,tensorflow", "lenet", "graph", "cpu", "quick", ["precision=bf16"])
+    # a notebook opened by hand stops at its parameters with the same line
+    with pytest.raises(ValueError, match="precision=bf16: TensorFlow does not offer it on the CPU"):
+        nbparams.check_api("tensorflow", {"precision": "bf16", "device": "cpu", "mode": "graph"})
+
+
+@pytest.mark.fast
+def test_every_framework_declares_what_it_offers_on_each_device():
+    from frameval import catalog
+    for rec in catalog.FRAMEWORK_RECORDS:
+        for device in catalog.DEVICES:
+            assert set(rec.offered("precision", device)) <= set(catalog.PRECISIONS), rec.key
+            assert set(rec.offered("mode", device)) <= set(catalog.MODES), rec.key
+        assert rec.offered("precision", "cpu") and rec.offered("mode", "cpu"), rec.key

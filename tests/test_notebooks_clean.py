@@ -7,12 +7,12 @@ import pytest
 
 from frameval import notebook as nbfile
 from frameval.nb.params import WORKLOAD_PARAMS
-from frameval.catalog import FRAMEWORKS, OPT_IN_FRAMEWORKS, WORKLOAD_BY_KEY, WORKLOADS
+from frameval.catalog import FRAMEWORKS, WORKLOAD_BY_KEY, WORKLOADS
 from conftest import REPO
 
 pytestmark = pytest.mark.fast
 
-NOTEBOOKS = [(fw, wl) for fw in FRAMEWORKS + OPT_IN_FRAMEWORKS for wl in WORKLOADS if WORKLOAD_BY_KEY[wl].written_for(fw)]
+NOTEBOOKS = [(fw, wl) for fw in FRAMEWORKS for wl in WORKLOADS if WORKLOAD_BY_KEY[wl].written_for(fw)]
 
 
 def test_all_notebooks_exist():

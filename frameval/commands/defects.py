@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from . import options
-from ..catalog import FRAMEWORKS, OPT_IN_FRAMEWORKS, canonical_framework
+from ..catalog import FRAMEWORKS, canonical_framework
 from ..defects import NOT_RUN, catalogue, format_table, removal_candidates, run_env, store
 from ..exits import fail
 from ..optionchecks import check_env_backend
@@ -19,9 +19,9 @@ def parse_frameworks(text: str) -> list:
     out = []
     for name in text.split(","):
         fw = canonical_framework(name.strip())
-        if fw not in FRAMEWORKS + OPT_IN_FRAMEWORKS:
+        if fw not in FRAMEWORKS:
             fail(f"--frameworks: unknown framework {name.strip()!r}; choose from "
-                  f"{', '.join(FRAMEWORKS + OPT_IN_FRAMEWORKS)}")
+                  f"{', '.join(FRAMEWORKS)}")
         if not catalogue([fw]):
             fail(f"--frameworks: {fw} has no reproductions under defects/{fw}/")
         out.append(fw)
@@ -33,7 +33,7 @@ def main(argv) -> int:
                                 description="Run each framework defect's reproduction (defects/<framework>/<id>.py) "
                                             "in its environment and print present / fixed / could not run.")
     p.add_argument("--frameworks", default="all", metavar="LIST",
-                   help=f"comma-separated, or all (default): {', '.join(FRAMEWORKS)} (also: {', '.join(OPT_IN_FRAMEWORKS)})")
+                   help=f"comma-separated, or all (default): {', '.join(FRAMEWORKS)}")
     options.env_backend(p)
     args = p.parse_args(argv)
     fws = parse_frameworks(args.frameworks)

@@ -36,6 +36,15 @@ class Framework:
     # files exist before the first run (frameval/envs/backends.py: warm_modules). An entry
     # "module:function" also calls that function (a library's lazy initialisation).
     warm_imports: tuple = ()
+    # What it offers, per device: {"precision": {"cpu": (...), "gpu": (...)}, "mode": {...}} (#68). A value
+    # the catalog knows but the record does not declare is refused before anything runs (plan.py) and by
+    # a notebook opened by hand (nb/params.py): adding a precision to catalog.PRECISIONS makes no framework
+    # accept it until its own folder declares it. A device absent here offers nothing on it.
+    offers: dict = field(default_factory=dict)
+
+    def offered(self, axis: str, device: str) -> tuple:
+        """The values of `axis` ("precision", "mode") it declares on `device`."""
+        return tuple((self.offers.get(axis) or {}).get(device) or ())
 
     @property
     def import_name(self) -> str:

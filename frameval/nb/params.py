@@ -2,7 +2,7 @@
 (ilkarman-style shared params). A test checks each notebook's `parameters`
 cell against these lists; the runner validates `-p` values against the cell.
 """
-from ..catalog import APIS, BY_KEY, DEVICES, HIGH_API_NOTEBOOKS, MODES, PRECISIONS, WORKLOAD_PARAMS
+from ..catalog import APIS, BY_KEY, DEVICES, HIGH_API_NOTEBOOKS, MODES, PRECISIONS, WORKLOAD_PARAMS, not_offered
 
 
 def collect(namespace: dict, workload: str) -> dict:
@@ -19,6 +19,9 @@ def collect(namespace: dict, workload: str) -> dict:
 def check_api(framework: str, params: dict):
     """api="high" in a notebook that has no high-level training loop stops here (the
     runner leaves such runs out of its plan before anything runs)."""
+    why = not_offered(framework, params)
+    if why:
+        raise ValueError(why)
     if params.get("api") == "high" and framework not in HIGH_API_NOTEBOOKS:
         has = BY_KEY[framework].high_api if framework in BY_KEY else ""
         raise ValueError(f"api='high': {framework} " + (f"has {has}, but its notebook does not train through it yet"

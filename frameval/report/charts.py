@@ -20,7 +20,7 @@ from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 from .. import frameworks  # noqa: E402
 from . import fmt  # noqa: E402
-from .spec import FRAMEWORKS  # noqa: E402
+from ..catalog import FRAMEWORKS  # noqa: E402  (the registry, in its order)
 
 # Each framework's colour is in its record (frameworks/<fw>/__init__.py); one
 # without a colour, or a name that is no framework, takes one of these.

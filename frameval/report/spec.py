@@ -5,12 +5,8 @@ names, packages)."""
 from __future__ import annotations
 
 from .. import workloads
-from ..catalog import FRAMEWORKS as _DEFAULT
-from ..catalog import MODES, OPT_IN_FRAMEWORKS, WORKLOADS  # noqa: F401 - the report's names
+from ..catalog import MODES, WORKLOADS  # noqa: F401 - the report's names
 from ..catalog import framework_name, order_key  # noqa: F401 - the report's names
-
-# Report order: the default matrix's frameworks, then the opt-in ones.
-FRAMEWORKS = _DEFAULT + OPT_IN_FRAMEWORKS
 
 
 def spec_settings(workload: str) -> dict:

@@ -3,6 +3,9 @@ from ..record import Framework
 
 FRAMEWORK = Framework(
     "torch", "PyTorch", order=1, aliases=("pytorch",), packages=("torch",), notes="torch.md", colour="#ee4c2c",
+    # float32 as the framework computes by default, or strictly (nb/precision.py); both modes (#68)
+    offers={"precision": {"cpu": ("default", "highest"), "gpu": ("default", "highest")},
+            "mode": {"cpu": ("graph", "eager"), "gpu": ("graph", "eager")}},
     workarounds={
         "inductor-layout-opt-conv-grad": r"layout_optimization\s*=\s*False",
         "dynamo-backward-in-step": r"trace_autograd_ops\s*=\s*True",
