@@ -66,3 +66,22 @@ def test_repeats_add_their_pairs(tmp_path, monkeypatch):
     m = noise.read_cached(noise.threads_all())
     assert [round(p["log_ratio"], 6) for p in m["pairs"]] == [round(math.log(1 / 1.1), 6), round(math.log(1.1), 6)]
     assert m["sd"] == pytest.approx(math.sqrt(2 * math.log(1.1) ** 2 / 4), abs=1e-5)
+
+
+def test_every_printed_interval_uses_the_spread_of_the_machine_that_made_the_runs(tmp_path):
+    """Each ratio's interval in the tables, recomputed from the runs' windows with
+    the record's spread (0.020) where one is measured, with the imported 0.128
+    where none is: the printed text is the recomputed one, and the two differ."""
+    from frameval.report import fmt
+    runs = {fw: _run(fw, sps) for fw, sps in (("tensorflow", 20_000), ("paddle", 14_000), ("megengine", 19_500))}
+    rates = {fw: [speed.rates(r["timing"]["windows"])] for fw, r in runs.items()}
+    rec = _record(0.02)
+    for folder, sd in ((tmp_path / "a", rec["sd"]), (tmp_path / "b", speed.BETWEEN_RUN_SD)):
+        md = _report(folder, rec if sd != speed.BETWEEN_RUN_SD else None)["md"]
+        for fw, name in (("paddle", "PaddlePaddle"), ("megengine", "MegEngine")):
+            iv = speed.ratio_interval(rates["tensorflow"], rates[fw], between_sd=sd)
+            row = next(ln for ln in md.splitlines() if ln.startswith(f"| {name} | "))
+            assert f"{fmt.ratio(iv['ratio'])} ({fmt.interval(iv['lo'], iv['hi'])})" in row, (sd, row)
+    narrow = speed.ratio_interval(rates["tensorflow"], rates["paddle"], between_sd=rec["sd"])
+    wide = speed.ratio_interval(rates["tensorflow"], rates["paddle"])
+    assert wide["hi"] - wide["lo"] > 2 * (narrow["hi"] - narrow["lo"])

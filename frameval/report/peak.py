@@ -82,7 +82,7 @@ class Peak:
     def over_limit(self) -> bool:
         """Above 100% of the machine's peak, or a step faster than its own layers timed alone:
         a figure to distrust (the summary's alert says why)."""
-        return (self.peak_share or 0) > 1 or (self.kernels.share or 0) > 1
+        return (self.peak_share or 0) > 1 or self.kernels.exceeded
 
 
 NO_PEAK = Peak()
