@@ -38,7 +38,8 @@ TIMEOUT_S = 300
 # support module matching the pattern must declare the workaround there
 # (tests/test_defects.py). Measurements (no workaround) are not listed. Each
 # framework's patterns live in its record (frameworks/<fw>/__init__.py).
-APPLIED = {(f.key, wid): pattern for f in frameworks.records() for wid, pattern in f.workarounds.items()}
+APPLIED = {(f.key, wid): f.defect(wid)["pattern"] for f in frameworks.records() for wid in f.workarounds
+           if f.defect(wid).get("pattern")}
 
 
 @dataclass(frozen=True)

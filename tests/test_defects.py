@@ -59,6 +59,24 @@ def test_every_declared_workaround_has_a_reproduction():
             assert "a measurement" in d.path.read_text(), d.path
 
 
+@pytest.mark.fast
+def test_each_defect_is_described_once_in_its_framework_record():
+    """#68: a workaround's texts live in its framework's record (Framework.workarounds),
+    and every notebook and support module declares it by id alone; docs/defects.md
+    names every one, and its reproduction's first docstring line is there too."""
+    from frameval.catalog import BY_KEY
+    docs = (REPO / "docs" / "defects.md").read_text(encoding="utf-8")
+    for fw in FRAMEWORKS:
+        for wid, files in dfx.workaround_sites(fw).items():
+            d = BY_KEY[fw].defect(wid)
+            assert d.get("summary") and d.get("versions") and d.get("found_by") and d.get("cost"), (fw, wid, d)
+            for f in files:
+                code = "\n".join(_code(REPO / f))
+                calls = re.findall(rf"rec\.workaround\(\s*[\"']{re.escape(wid)}[\"']\s*([,)])", code)
+                assert calls and set(calls) == {")"}, f"{f} declares {wid} with its texts: the record holds them"
+            assert wid in docs, f"docs/defects.md does not name {fw}'s {wid}"
+
+
 def test_classify_needs_exit_and_verdict_to_agree():
     assert dfx.classify(1, "x\ndefect present (y)\n") == dfx.PRESENT
     assert dfx.classify(0, "defect fixed\n") == dfx.FIXED

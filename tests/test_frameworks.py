@@ -42,6 +42,23 @@ def test_every_folder_has_its_support_module_and_a_page():
             sorted(w for w in catalog.WORKLOADS if catalog.WORKLOAD_BY_KEY[w].written_for(fw)), fw
 
 
+@pytest.mark.fast
+def test_every_support_module_fulfils_the_contract(tmp_path):
+    """frameval/frameworks/contract.py, checked from each support.py's source (never
+    seven frameworks imported into one process), the toy eighth's included; and the
+    check finds a missing function and a wrong signature."""
+    from frameval.frameworks import contract
+    problems = [p for fw in NAMES for p in contract.check_source(frameworks.folder(fw) / "support.py")]
+    assert not problems, "\n".join(problems)
+    toy = tmp_path / "support.py"
+    toy.write_text(textwrap.dedent(TOY["support.py"]))
+    assert contract.check_source(toy) == []
+    toy.write_text(textwrap.dedent(TOY["support.py"]).replace("def placement(dev)", "def placement(gpu)")
+                   .replace("def reset_adam(*opts)", "def reset_adams(*opts)"))
+    assert [p.split(": ", 1)[1] for p in contract.check_source(toy)] == [
+        "placement(gpu) should take (dev)", "no reset_adam()"]
+
+
 def _imports(path) -> set:
     out = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -128,9 +145,37 @@ TOY = {
                                       "mode": {"cpu": ("graph", "eager"), "gpu": ("graph", "eager")}})
         ''',
     "support.py": '''
-        def setup(rec):
+        from frameval.frameworks.contract import NotOffered
+
+
+        def setup(rec, mode, device, seed):
             rec.workaround("toy-defect", why="the toy's own defect")
             toy_fix()
+            return device
+
+
+        def placement(dev):
+            return "numpy arrays in host memory"
+
+
+        def compile_step(step, mode):
+            return step  # the toy has no compiler: both modes run the step as written
+
+
+        def compile_eval(fn, mode):
+            return fn
+
+
+        def record_scope(rec, mode, step, how="", why=""):
+            rec.set_graph_scope(False, False, False, how=how or "the toy has no graph mode", why=why)
+
+
+        def read_adam(rec, *opts):
+            raise NotOffered("the toy has no optimizer")
+
+
+        def reset_adam(*opts):
+            raise NotOffered("the toy has no optimizer")
 
 
         def toy_fix():

@@ -28,8 +28,13 @@ class Framework:
     # what --out's error says after "fails under a path with".
     graph_path_forbids: str = ""
     graph_path_why: str = ""
-    # {defect id: regex}: a notebook or support module matching the regex applies that
-    # workaround and must declare it with rec.workaround (tests/test_defects.py).
+    # {defect id: its description}, each defect described once (#68): "pattern", a regex (a
+    # notebook or support module matching it applies the workaround and must declare it with
+    # rec.workaround(id): tests/test_defects.py), and what the run records and the report
+    # prints: "summary" (what was worked around, and how), "versions" (where it was seen),
+    # "found_by", "cost" and "substitute" (the layer written in its place, if any). Its
+    # reproduction is defects/<fw>/<id>.py; docs/defects.md is checked against this. A bare
+    # regex is an older record's form: its notebooks pass the texts to rec.workaround.
     workarounds: dict = field(default_factory=dict)
     # Modules it loads only at its first compile or step (beyond what its notebooks and
     # parts import): imported once when its environment is built, so that their .pyc
@@ -45,6 +50,13 @@ class Framework:
     def offered(self, axis: str, device: str) -> tuple:
         """The values of `axis` ("precision", "mode") it declares on `device`."""
         return tuple((self.offers.get(axis) or {}).get(device) or ())
+
+    def defect(self, wid: str) -> dict:
+        """Defect `wid` as {"pattern", "summary", "versions", "found_by", "cost", "substitute"} ({} unknown)."""
+        d = self.workarounds.get(wid)
+        if d is None:
+            return {}
+        return {"pattern": d} if isinstance(d, str) else dict(d)
 
     @property
     def import_name(self) -> str:

@@ -29,6 +29,7 @@ from ..result import CORRUPT, Result, new_result, save
 from ..result import SCHEMA_VERSION as SCHEMA  # noqa: F401 - the recorder's version, named here for readers
 from ..result.folder import Plan
 from . import determinism, evaluation, measure, precision
+from ..catalog import BY_KEY
 from .params import check_api
 from ..paths import notebook_path, notebook_rel
 from .paths import hand_run_framework, hand_runs_dir
@@ -477,15 +478,20 @@ class Recorder:
         self.result["settings"].update({k: _clean(v) for k, v in kv.items()})
         self.result["settings_source"].update({k: source for k in kv})
 
-    def workaround(self, id: str, summary: str, versions: str = "", found_by: str = "", cost: str = "",
+    def workaround(self, id: str, summary: str = "", versions: str = "", found_by: str = "", cost: str = "",
                    substitute: str = ""):
         """Declare a framework defect this run works around, where the workaround is
-        applied. `id` is stable: `defects/<framework>/<id>.py` reproduces the defect.
-        `versions`: where it was seen (e.g. "2.13.0"); `found_by`: the check, a test
-        or a measurement; `cost`: what the workaround costs; `substitute`: the layer
-        or op written in its place, when there is one (the speed tables mark the run)."""
-        entry = {"id": str(id), "framework": self.framework, "summary": str(summary), "versions": str(versions),
-                 "found_by": str(found_by), "cost": str(cost), "substitute": str(substitute)}
+        applied. `id` is stable: `defects/<framework>/<id>.py` reproduces the defect,
+        and the framework's record describes it once (Framework.workarounds: summary,
+        versions, found_by, cost, substitute), so a notebook passes the id alone. An
+        id its record does not describe needs its summary here, else it raises."""
+        described = BY_KEY[self.framework].defect(str(id)) if self.framework in BY_KEY else {}
+        if not summary and not described.get("summary"):
+            raise ValueError(f"rec.workaround({id!r}): {self.framework}'s record does not describe it "
+                             f"(frameval/frameworks/{self.framework}/__init__.py, workarounds)")
+        given = {"summary": summary, "versions": versions, "found_by": found_by, "cost": cost, "substitute": substitute}
+        entry = {"id": str(id), "framework": self.framework,
+                 **{k: str(v or described.get(k) or "") for k, v in given.items()}}
         found = self.result.setdefault("workarounds", [])
         found[:] = [w for w in found if w.get("id") != entry["id"]] + [entry]  # a re-run cell replaces its own
         return entry

@@ -14,5 +14,12 @@ FRAMEWORK = Framework(
     warm_imports=("jax.experimental.multihost_utils", "jaxlib.mlir.dialects.mhlo", "jaxlib.mlir.dialects.builtin",
                   "jaxlib.mlir.extras.meta"),
     workarounds={
-        "flax-batchnorm-biased-var": r"fw\.SpecBatchNorm\(",
+        "flax-batchnorm-biased-var": {
+            "pattern": r"fw\.SpecBatchNorm\(",
+            "summary": "Flax's BatchNorm updates the running variance with the biased batch variance (E[x^2]-E[x]^2); fw.SpecBatchNorm keeps Flax's names and momentum with the two-pass, unbiased running update",
+            "versions": "0.12.8 (flax)",
+            "found_by": "the check's running-statistics comparison",
+            "cost": "an own BatchNorm module (not measured)",
+            "substitute": "SpecBatchNorm",
+        },
     })

@@ -159,8 +159,9 @@ def adam(lr):
     return optax.inject_hyperparams(optax.adam)(learning_rate=lr, b1=0.9, b2=0.999, eps=1e-8, eps_root=0.0)
 
 
-def read_adam(rec, opt_state):
-    h = {k: float(v) for k, v in opt_state.hyperparams.items()}
+def read_adam(rec, *opts):
+    """The Adam settings as optax's state holds them (optax.inject_hyperparams): the first state's."""
+    h = {k: float(v) for k, v in opts[0].hyperparams.items()}
     rec.settings_read(optimizer="optax.adam", lr=h["learning_rate"], betas=[h["b1"], h["b2"]], adam_eps=h["eps"],
                       adam_eps_root=h["eps_root"])
 
@@ -300,13 +301,20 @@ class Step:
         return self.compiles if self.mode == "graph" else None
 
 
-def compile_step(fn, mode, donate_argnums=()):
-    return Step(fn, mode, donate_argnums)
+def compile_step(step, mode, donate_argnums=()):
+    return Step(step, mode, donate_argnums)
 
 
-def jit(fn, mode, **kw):
+def compile_eval(fn, mode, **kw):
     """Evaluation / prediction functions: jitted in graph mode (their graphs are not the step's)."""
     return jax.jit(fn, **kw) if mode == "graph" else fn
+
+
+def reset_adam(*opts):
+    """optax's states are values, never changed in place: the notebooks take a new one
+    from fw.fresh_opt(tx, params, dev) after the check instead."""
+    from frameval.frameworks.contract import NotOffered
+    raise NotOffered("optax optimizer states are immutable values; a fresh one comes from fw.fresh_opt(tx, params, dev)")
 
 
 def record_scope(rec, mode, step, how="jax.jit of the whole train step (forward, jax.grad, optax update)", why=""):

@@ -9,8 +9,35 @@ FRAMEWORK = Framework(
     colour="#9467bd",
     cpu_kernel_env={"MGE_DEFAULT_DEVICE": "cpu0"},  # CPU kernel only; the GPU one picks gpu0
     workarounds={
-        "lstm-weight-grad": r"class LSTM\(M\.Module\)",
-        "max-pool-tied-grad": r"F\.indexing_one_hot\(",
-        "batchnorm-backward-precision": r"fw\.BatchNorm2d\(",
-        "mha-is-causal-cpu": r"fw\.causal_mask\(",
+        "lstm-weight-grad": {
+            "pattern": r"class LSTM\(M\.Module\)",
+            "summary": "megengine.module.LSTM computes wrong weight gradients (3.5x too large; all zero under jit.trace); the LSTM is written in MegEngine ops (matmul, split, sigmoid/tanh per step)",
+            "versions": "1.13.0",
+            "found_by": "training went to NaN; the check and a comparison with PyTorch's gradients",
+            "cost": "an op-by-op recurrence instead of the fused kernel",
+            "substitute": "LSTM in MegEngine ops",
+        },
+        "max-pool-tied-grad": {
+            "pattern": r"F\.indexing_one_hot\(",
+            "summary": "F.max_pool2d's backward gives the gradient to every tied maximum; pooling is argmax + indexing_one_hot (the first maximum, as PyTorch)",
+            "versions": "1.13.0",
+            "found_by": "the check (conv1.weight's first update 73% off the reference)",
+            "cost": "pooling forward + backward about 1.2x (traced) to 2x (eager) the built-in op's time (rough, loaded machine)",
+            "substitute": "max pooling by argmax + indexing_one_hot",
+        },
+        "batchnorm-backward-precision": {
+            "pattern": r"fw\.BatchNorm2d\(",
+            "summary": "M.BatchNorm2d's fused backward is imprecise (the generator's gradients 1.6e-3 off at batch 64, tolerance 1e-3); BatchNorm written in MegEngine ops (fw.BatchNorm2d)",
+            "versions": "1.13.0",
+            "found_by": "the check at batch 64",
+            "cost": "an op-by-op batch norm instead of the fused kernel",
+            "substitute": "BatchNorm2d in MegEngine ops",
+        },
+        "mha-is-causal-cpu": {
+            "pattern": r"fw\.causal_mask\(",
+            "summary": "F.nn.multi_head_attention(..., is_causal=True) fails on the CPU (a dtype assertion in an elementwise op); the same fused op runs with the causal mask passed as attn_mask (fw.causal_mask)",
+            "versions": "1.13.0",
+            "found_by": "the first call of the notebook's attention on the CPU",
+            "cost": "none measured: the same fused op, a (t, t) mask tensor more",
+        },
     })

@@ -1,7 +1,23 @@
-"""MegEngine helpers shared by notebooks/megengine/{lenet,dcgan,lstm,gpt}.ipynb.
+"""MegEngine helpers shared by notebooks/megengine/{lenet,dcgan,lstm,gpt}.ipynb:
+the contract every framework folder fulfils (frameval/frameworks/contract.py)
+and MegEngine's own pieces.
 
-- `record_threads`: the thread count read back from the default device's name
-  (on the CPU it is part of the name: 'multithreadN:0').
+    rec = nb.Recorder(...)
+    import megengine as mge, ...                   # what the notebook's own code uses
+    from frameval.frameworks.megengine import support as fw
+    dev = fw.setup(rec, mode, device, seed)        # device by name, threads read back, seed, hooks
+
+MegEngine reads nothing from the environment that the setup must set before its
+import (the runner's kernel sets MGE_DEFAULT_DEVICE itself), so this module
+imports it at its top.
+
+- `setup`: the device (CPU threads are part of its name), the thread count read
+  back (`record_threads`), the seed, the recorder's hooks (MegEngine runs
+  asynchronously, on the CPU too: the clock waits for its queue).
+- `placement`: where the data set lives once the data cell moved it.
+- `compile_step`, `compile_eval`, `record_scope`: `megengine.jit.trace(symbolic=True)`
+  of the step (graph) or the plain function (eager), and the graph scope from the
+  traced step's recorded ops.
 - `read_adam`, `reset_adam`, `load_weights`: read the optimizer's (Adam's or AdamW's) settings back;
   put the shared initial weights and a fresh optimizer state back in place
   after the check (`Tensor._reset`, as `load_state_dict` does), which the
@@ -21,6 +37,30 @@ import numpy as np
 import megengine as mge
 import megengine.functional as F
 import megengine.module as M
+from megengine.jit import trace
+
+
+def setup(rec, mode, device, seed):
+    """The device, threads, seed and recorder hooks; -> the device name the notebook
+    records ('cpu0', 'multithreadN:0' or 'gpu0', MegEngine's default device from here on)."""
+    if mode not in ("graph", "eager"):
+        raise ValueError(f"mode must be 'graph' or 'eager', not {mode!r}")
+    gpu = device == "gpu"
+    if gpu and not mge.is_cuda_available():
+        raise RuntimeError("device='gpu' but megengine.is_cuda_available() is False in this environment")
+    # Left alone MegEngine picks 'xpux' (any device). On the CPU the thread count is part of the device name:
+    # 'cpu0' is one thread, 'multithreadN:0' runs each operator on N threads.
+    dev = "gpu0" if gpu else (f"multithread{rec.threads}:0" if rec.threads > 1 else "cpu0")
+    mge.set_default_device(dev)
+    record_threads(rec)  # read back from the device name
+    mge.random.seed(seed)  # MegEngine's global RNG (mge.random: dropout masks)
+    rec.after_import(mge.__version__,
+                     sync=mge._full_sync,  # asynchronous on the CPU as well
+                     reset_device_peak=(lambda: (mge._full_sync(), mge.device.reset_max_memory_stats(dev))) if gpu else None,
+                     device_peak_mb=(lambda: (mge._full_sync(), mge.device.get_max_allocated_memory(dev) / 1e6)[1]) if gpu else None,
+                     gpu_name=mge.device.get_cuda_device_property(0).name if gpu else None)
+    print(f"megengine {mge.__version__} on {mge.get_default_device()}, {rec.threads} threads, mode={mode}")
+    return dev
 
 
 def record_threads(rec):
@@ -35,7 +75,36 @@ def record_threads(rec):
                               missing)
 
 
-PLACEMENT = "host copy (mge.tensor of the numpy arrays); batches gathered by index tensors"
+def placement(dev):
+    """Where the data set lives once the data cell moved it: `mge.tensor` copies the numpy
+    arrays onto the default device (`dev`); the loop gathers each batch by an index tensor."""
+    if str(dev).startswith("gpu"):
+        return f"device copy (mge.tensor of the numpy arrays onto {dev}); batches gathered by index tensors"
+    return "host copy (mge.tensor of the numpy arrays); batches gathered by index tensors"
+
+
+def compile_step(step, mode):
+    """The training step as the mode runs it: `megengine.jit.trace(symbolic=True)` (the first
+    call records a static graph, later calls replay it) in graph mode, the function itself in eager."""
+    return trace(step, symbolic=True) if mode == "graph" else step
+
+
+def compile_eval(fn, mode):
+    """An evaluation function (forward only) as the mode runs it: traced like the step in graph
+    mode (its own trace: one input shape per trace), the function itself in eager."""
+    return trace(fn, symbolic=True) if mode == "graph" else fn
+
+
+def record_scope(rec, mode, step, how="the whole train step", why=""):
+    """rec.set_graph_scope from the traced step (compile_step's): forward, backward and update
+    are all in its one graph when the trace recorded ops. `how` names what was traced; the
+    recorded text is "megengine.jit.trace(symbolic=True) of <how>: <n> ops recorded"."""
+    if mode != "graph":
+        rec.set_graph_scope(False, False, False)
+        return
+    n_ops = len(step.ops or [])
+    rec.set_graph_scope(n_ops > 0, n_ops > 0, n_ops > 0, graphs=1 if n_ops else 0, graph_breaks=0,
+                        how=f"megengine.jit.trace(symbolic=True) of {how}: {n_ops} ops recorded", why=why)
 
 
 def read_adam(rec, *opts):

@@ -1,66 +1,124 @@
-"""MXNet (Gluon) helpers shared by notebooks/mxnet/{lenet,dcgan,lstm,gpt}.ipynb.
+"""MXNet (Gluon) helpers shared by notebooks/mxnet/{lenet,dcgan,lstm,gpt}.ipynb: the
+contract of frameval/frameworks/contract.py, and MXNet's own helpers.
 
+Importing this module does NOT import MXNet: MXNet reads its thread settings
+(MXNET_CPU_WORKER_NTHREADS, MXNET_OMP_MAX_THREADS) once, at import, so the setup
+cell calls `setup` first:
+
+    rec = nb.Recorder(...)                          # OMP_NUM_THREADS first
+    from frameval.frameworks.mxnet import support as fw
+    ctx = fw.setup(rec, mode, device, seed)         # MXNet's thread variables, then `import mxnet`
+    import mxnet as mx
+
+The contract:
+- `setup`: the thread variables, `import mxnet`, the seed, the GPU guard, the context,
+  the recorder's hooks (the clock waits with `mx.nd.waitall`), the OpenMP count read back.
+- `placement`: where the data set lives once the data cell moved it.
+- `compile_step`, `compile_eval`: the function as is; Gluon compiles blocks (`hybridize`,
+  in the model cell), not functions.
+- `record_scope`: `rec.set_graph_scope` from the CachedOps the training step's blocks built.
+- `read_adam`, `reset_adam`: the optimizer's settings as the Trainer holds them; a
+  fresh Adam state put back in place after the check.
+
+MXNet's own:
 - `Adam`: Gluon's fused Adam corrected to the spec's (PyTorch's) epsilon placement.
 - `AdamW`: the spec's AdamW (decoupled decay), which mx.optimizer lacks, over the
-  fused `contrib.adamw_update` kernel.
+  fused `contrib.adamw_update` kernel. Both are built on first use (they subclass
+  mx.optimizer.Adam), after `setup` imported MXNet.
 - `check_device`, `gpu_name`: the GPU guard and the GPU name for `rec.after_import`.
 - `param_count`: trainable parameters, as recorded by `rec.set_param_counts`.
 - `threads_effective`: the OpenMP thread count read back (MXNet 1.9.1 has no getter).
-- `read_adam`, `reset_adam`: the optimizer's settings as the Trainer holds them; a
-  fresh Adam state put back in place after the check.
 - `grads`: the gradients the last backward left on the parameters.
-- `record_scope`: `rec.set_graph_scope` from the CachedOps the training step built.
-
-This module imports mxnet: import it only after the setup cell has set the thread
-environment variables (MXNet reads them once, at import).
+- `window_handler`, `batch_loader`: the LeNet notebook's Estimator (api = "high").
 """
 import ctypes
 import math
 import os
 
-import mxnet as mx
-from mxnet import nd
+mx = nd = None  # imported by setup(), after the thread variables
 
 
-class Adam(mx.optimizer.Adam):
-    """The spec's Adam (eps added to the bias-corrected sqrt(v)). Gluon's Adam runs
-    lr_t = lr * sqrt(1 - b2^t) / (1 - b1^t); w -= lr_t * m / (sqrt(v) + eps), i.e. eps scaled by sqrt(1 - b2^t):
-    handing the fused operator eps * sqrt(1 - b2^t) instead gives lr * m_hat / (sqrt(v_hat) + eps) exactly."""
-
-    def update(self, index, weight, grad, state):
-        self._update_count(index)
-        t = self._index_update_count[index]
-        c1, c2 = 1 - self.beta1 ** t, 1 - self.beta2 ** t
-        mean, var = state
-        nd.adam_update(weight, grad, mean, var, out=weight, lr=self._get_lr(index) * math.sqrt(c2) / c1,
-                       wd=self._get_wd(index), beta1=self.beta1, beta2=self.beta2,
-                       epsilon=self.epsilon * math.sqrt(c2), rescale_grad=self.rescale_grad)
+def _mxnet():
+    """mxnet, imported on first use (setup() imports it first, after the thread variables)."""
+    global mx, nd
+    if mx is None:
+        import mxnet
+        mx, nd = mxnet, mxnet.nd
+    return mx
 
 
-class AdamW(Adam):
-    """The spec's (PyTorch's) AdamW. MXNet 1.9 has no AdamW optimizer: mx.optimizer.Adam's `wd` is an L2 term
-    added to the gradient (then normalised by Adam). Its fused contrib kernel `adamw_update` decouples the
-    decay but has no bias correction: w -= eta * (lr * m / (sqrt(v) + eps) + wd * w). Given eta = 1,
-    lr * sqrt(1 - b2^t) / (1 - b1^t), eps * sqrt(1 - b2^t) (as `Adam`) and wd = lr * weight_decay * wd_mult,
-    it is w * (1 - lr * weight_decay) - lr * m_hat / (sqrt(v_hat) + eps) exactly. Which weights decay is
-    each Parameter's `wd_mult` (1 or 0), as the Trainer hands them over."""
+def setup(rec, mode, device, seed):
+    """Threads, `import mxnet`, seed, device and recorder hooks; -> the mx.Context the notebook places its arrays on."""
+    # MXNet reads its thread settings once, at import. The recorder has set OMP_NUM_THREADS (threads inside
+    # one operator); one engine worker runs the operators one after another, so the run uses rec.threads threads.
+    os.environ["MXNET_CPU_WORKER_NTHREADS"] = "1"
+    os.environ["MXNET_OMP_MAX_THREADS"] = str(rec.threads)
+    _mxnet()
+    mx.random.seed(seed)  # MXNet's own random numbers (DCGAN's dropout masks)
+    check_device(device)  # device='gpu' without a GPU build raises, never falls back
+    ctx = mx.gpu(0) if device == "gpu" else mx.cpu()
+    # MXNet queues work asynchronously on the CPU too: waitall() before every clock read. MXNet has no allocator
+    # peak counter, so device_peak_mb stays "not available"; on a GPU the recorder's NVML probe measures the process.
+    rec.after_import(mx.__version__, sync=mx.nd.waitall, gpu_name=gpu_name(device))
+    threads_effective(rec)  # OpenMP threads read back; MXNet itself has no getter
+    print(f"mxnet {mx.__version__} on {ctx}, OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}, mode={mode}")
+    return ctx
 
-    def update(self, index, weight, grad, state):
-        self._update_count(index)
-        t = self._index_update_count[index]
-        c1, c2 = 1 - self.beta1 ** t, 1 - self.beta2 ** t
-        lr = self._get_lr(index)
-        if getattr(self, "_rescale", None) is None or self._rescale[1] != self.rescale_grad:
-            # the kernel takes rescale_grad as an array (it skips the update where it is not finite): one, kept
-            self._rescale = (nd.full((1,), self.rescale_grad, ctx=weight.context), self.rescale_grad)
-        mean, var = state
-        nd.contrib.adamw_update(weight, grad, mean, var, self._rescale[0], out=weight, eta=1.0,
-                                lr=lr * math.sqrt(c2) / c1, wd=lr * self._get_wd(index), beta1=self.beta1,
-                                beta2=self.beta2, epsilon=self.epsilon * math.sqrt(c2))
+
+def _optimizers():
+    """The spec's Adam and AdamW, subclasses of mx.optimizer.Adam: built once MXNet is imported."""
+    _mxnet()
+
+    class Adam(mx.optimizer.Adam):
+        """The spec's Adam (eps added to the bias-corrected sqrt(v)). Gluon's Adam runs
+        lr_t = lr * sqrt(1 - b2^t) / (1 - b1^t); w -= lr_t * m / (sqrt(v) + eps), i.e. eps scaled by sqrt(1 - b2^t):
+        handing the fused operator eps * sqrt(1 - b2^t) instead gives lr * m_hat / (sqrt(v_hat) + eps) exactly."""
+
+        def update(self, index, weight, grad, state):
+            self._update_count(index)
+            t = self._index_update_count[index]
+            c1, c2 = 1 - self.beta1 ** t, 1 - self.beta2 ** t
+            mean, var = state
+            nd.adam_update(weight, grad, mean, var, out=weight, lr=self._get_lr(index) * math.sqrt(c2) / c1,
+                           wd=self._get_wd(index), beta1=self.beta1, beta2=self.beta2,
+                           epsilon=self.epsilon * math.sqrt(c2), rescale_grad=self.rescale_grad)
+
+    class AdamW(Adam):
+        """The spec's (PyTorch's) AdamW. MXNet 1.9 has no AdamW optimizer: mx.optimizer.Adam's `wd` is an L2 term
+        added to the gradient (then normalised by Adam). Its fused contrib kernel `adamw_update` decouples the
+        decay but has no bias correction: w -= eta * (lr * m / (sqrt(v) + eps) + wd * w). Given eta = 1,
+        lr * sqrt(1 - b2^t) / (1 - b1^t), eps * sqrt(1 - b2^t) (as `Adam`) and wd = lr * weight_decay * wd_mult,
+        it is w * (1 - lr * weight_decay) - lr * m_hat / (sqrt(v_hat) + eps) exactly. Which weights decay is
+        each Parameter's `wd_mult` (1 or 0), as the Trainer hands them over."""
+
+        def update(self, index, weight, grad, state):
+            self._update_count(index)
+            t = self._index_update_count[index]
+            c1, c2 = 1 - self.beta1 ** t, 1 - self.beta2 ** t
+            lr = self._get_lr(index)
+            if getattr(self, "_rescale", None) is None or self._rescale[1] != self.rescale_grad:
+                # the kernel takes rescale_grad as an array (it skips the update where it is not finite): one, kept
+                self._rescale = (nd.full((1,), self.rescale_grad, ctx=weight.context), self.rescale_grad)
+            mean, var = state
+            nd.contrib.adamw_update(weight, grad, mean, var, self._rescale[0], out=weight, eta=1.0,
+                                    lr=lr * math.sqrt(c2) / c1, wd=lr * self._get_wd(index), beta1=self.beta1,
+                                    beta2=self.beta2, epsilon=self.epsilon * math.sqrt(c2))
+
+    for cls in (Adam, AdamW):  # module-level names, as when they were defined at the top (pickle finds them)
+        cls.__qualname__, cls.__module__ = cls.__name__, __name__
+    return Adam, AdamW
+
+
+def __getattr__(name):  # fw.Adam, fw.AdamW: built on first use, after setup() imported MXNet
+    if name in ("Adam", "AdamW"):
+        globals()["Adam"], globals()["AdamW"] = _optimizers()
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def check_device(device):
     """Raise when device == "gpu" but this MXNet build sees no GPU (never fall back to the CPU)."""
+    _mxnet()
     if device == "gpu" and mx.context.num_gpus() == 0:
         raise RuntimeError("device='gpu' but mx.context.num_gpus() is 0 (this MXNet build has no CUDA; "
                            "GPU builds are the separate mxnet-cuXXX packages)")
@@ -68,6 +126,7 @@ def check_device(device):
 
 def gpu_name(device):
     """MXNet has no device-name API: "CUDA device 0 of N" on the GPU, None on the CPU."""
+    _mxnet()
     return f"CUDA device 0 of {mx.context.num_gpus()}" if device == "gpu" else None
 
 
@@ -119,21 +178,36 @@ def grads(params, prefix=""):
     return {prefix + k: p.grad().asnumpy() for k, p in params.items()}
 
 
-def record_scope(rec, mode, blocks, how, why):
+def placement(dev):
+    """Where the data set lives once the data cell moved it (nd.array copies); `dev` is setup()'s context."""
+    return "host copy (nd.array copies numpy's buffer)" if dev.device_type == "cpu" else "device copy (mx.gpu(0))"
+
+
+def compile_step(step, mode):
+    """`step` as is, in both modes: Gluon compiles blocks, not functions. Graph mode is the model cell's
+    `hybridize(static_alloc=True)` of the blocks the step calls (each a CachedOp, forward and backward);
+    the Adam update (Trainer.step) runs from Python in both modes (UPDATE_WHY). The notebooks call the
+    step directly; `record_scope` records what the blocks compiled."""
+    return step
+
+
+def compile_eval(fn, mode):
+    """`fn` as is, in both modes: evaluation calls the same blocks as the step, outside autograd.record()
+    (inference mode), through their CachedOps in graph mode (hybridized in the model cell)."""
+    return fn
+
+
+def record_scope(rec, mode, step, how="", why=""):
     """rec.set_graph_scope: forward and backward in graphs when every hybridized block
-    of the training step built its CachedOp; the update stays outside (see `why`)."""
+    of the training step built its CachedOp; the update stays outside (see `why`).
+    `step`: the blocks the training step calls (Gluon compiles blocks, not the step function)."""
     if mode != "graph":
         rec.set_graph_scope(False, False, False)
         return
-    built = sum(getattr(b, "_cached_op", None) is not None for b in blocks)
-    whole = built == len(blocks)
+    built = sum(getattr(b, "_cached_op", None) is not None for b in step)
+    whole = built == len(step)
     rec.set_graph_scope(whole, whole, False, graphs=built, graph_breaks=None, how=how,
-                        why=why if whole else f"only {built} of {len(blocks)} CachedOps built; " + why)
-
-
-def placement(device):
-    """Where the data set lives once the data cell moved it (nd.array copies)."""
-    return "host copy (nd.array copies numpy's buffer)" if device == "cpu" else "device copy (mx.gpu(0))"
+                        why=why if whole else f"only {built} of {len(step)} CachedOps built; " + why)
 
 
 UPDATE_WHY = ("the Adam update runs eagerly: Gluon's Trainer.step calls the fused adam_update operator once per "

@@ -1,16 +1,19 @@
-"""PaddlePaddle helpers shared by notebooks/paddle/{lenet,dcgan,lstm,gpt}.ipynb.
+"""PaddlePaddle helpers shared by notebooks/paddle/{lenet,dcgan,lstm,gpt}.ipynb: the
+contract of frameval/frameworks/contract.py (#68), and the notebooks' own helpers.
 
-The setup cell calls, in this order (see docs/frameworks/paddle.md, "Traps"):
+Importing this module does NOT import paddle: Paddle reads its log levels and the
+home directory at import, so the setup cell calls `setup` first (docs/frameworks/paddle.md, "Traps"):
 
-    rec = nb.Recorder(...)                 # thread env vars first
-    fw.prepare_env(rec)                    # log levels, warnings, HOME
-    with fw.drop_omp_warning():
-        import paddle
-    ...
-    rec.after_import(paddle.__version__, **fw.gpu_hooks(gpu))
+    rec = nb.Recorder(...)                   # thread env vars first
+    dev = fw.setup(rec, mode, device, seed)  # log levels, warnings, HOME; import paddle; threads, seed, device, hooks
+    import paddle                            # already imported by setup: the notebook's own names
 
-Paddle reads its log levels and the home directory at import, so this module
-does not import paddle at module level: `prepare_env` must run before it.
+- `setup`: `prepare_env`, `import paddle` inside `drop_omp_warning`, `set_threads`, the seed,
+  the device (a GPU that is not there raises), `rec.after_import` with `gpu_hooks`; -> the device name.
+- `placement`, `read_adam`, `reset_adam`, `record_scope`: the contract's, as Paddle does them.
+- `compile_step`, `compile_eval`: the step and the evaluation run as they are; graph mode converts
+  the model's forward in the notebook (`paddle.jit.to_static`): the whole step does not convert
+  (WHOLE_STEP_ERROR).
 """
 import contextlib
 import io
@@ -87,8 +90,47 @@ def set_threads(rec):
     rec.set_threads_effective(intra, None, how, missing)
 
 
-def placement(gpu):
+def setup(rec, mode, device, seed):
+    """Everything before the data, in the order the notebooks' setup cell had it: `prepare_env` (before the
+    import), `import paddle` (its OMP_NUM_THREADS warning dropped), the thread count set and read back, the
+    seed, the device (device='gpu' on a CPU build raises, never falls back), the recorder's hooks, the print
+    line. Graph and eager mode need no switch here: graph mode is the notebook's `paddle.jit.to_static` of the
+    model's forward. -> the device as Paddle names it ("cpu", "gpu:0"): paddle.to_tensor places there."""
+    prepare_env(rec)
+    with drop_omp_warning():  # "WARNING: OMP_NUM_THREADS set to N, not 1 ..." on stderr
+        import paddle
+
+    set_threads(rec)  # paddle.base.core.set_num_threads, read back from Paddle's OpenMP runtime
+    paddle.seed(seed)
+    if device == "gpu" and not paddle.device.is_compiled_with_cuda():
+        raise RuntimeError("device='gpu' but this Paddle build is not compiled with CUDA (install paddlepaddle-gpu)")
+    paddle.set_device("gpu:0" if device == "gpu" else "cpu")
+    gpu = device == "gpu"
+    rec.after_import(paddle.__version__, **gpu_hooks(gpu))
+    print(f"paddle {paddle.__version__} on {paddle.get_device()}, {rec.threads} threads, mode={mode}")
+    return paddle.get_device()
+
+
+def placement(dev):
+    """`dev`: setup's device name."""
+    gpu = str(dev).startswith("gpu")
     return "device copy (paddle.to_tensor on gpu:0)" if gpu else "host copy (paddle.to_tensor copies numpy's buffer)"
+
+
+def compile_step(step, mode):
+    """The step as it is, in both modes: Paddle cannot convert the whole step (forward, loss.backward(),
+    opt.step()) under to_static(full_graph=True) (WHOLE_STEP_ERROR). In graph mode the notebook converts the
+    model's forward (`paddle.jit.to_static(model, full_graph=True, backend=None)`), which the step calls:
+    its backward runs as the static program's, the loss and the update in the dynamic graph (`record_scope`
+    records that, with the workaround `to-static-whole-step`)."""
+    return step
+
+
+def compile_eval(fn, mode):
+    """The evaluation as it is, in both modes: it calls the same converted forward as the step (graph mode's
+    `paddle.jit.to_static` of the model, in the notebook), which builds one static program per input shape
+    and train/eval flag. Nothing else to convert."""
+    return fn
 
 
 def read_adam(rec, *opts):
@@ -142,21 +184,21 @@ WHOLE_STEP_ERROR = ("paddle.jit.to_static(full_graph=True) of the whole step (fo
                     "tensors, not values of the traced program)")
 
 
-def record_scope(rec, mode, n_programs, how, outside):
+HOW = "paddle.jit.to_static (AST, full_graph=True) on forward: the forward and its backward as static programs"
+
+
+def record_scope(rec, mode, step, how=HOW, why=""):
     """rec.set_graph_scope for the converted forward: its backward runs as the static program's backward
-    (run_program's grad); the Adam update runs in the dynamic graph (WHOLE_STEP_ERROR)."""
+    (run_program's grad); the Adam update runs in the dynamic graph (WHOLE_STEP_ERROR). `step`: the static
+    programs the training step built (`programs(...)` after the check: evaluation adds its own); `why`:
+    what else runs outside the programs, after the update's reason."""
     if mode != "graph":
         rec.set_graph_scope(False, False, False)
         return
-    ok = n_programs > 0
-    rec.workaround("to-static-whole-step",
-                   "to_static(full_graph=True) of the whole step fails (pir.Value has no attribute 'backward'); "
-                   "the forward is converted (its backward runs as the static program's), the Adam update runs in "
-                   "the dynamic graph", versions="3.3.1",
-                   found_by="building the graph-mode notebooks (the converted step raised)",
-                   cost="the update runs outside the graph (graph scope: forward + backward)")
-    rec.set_graph_scope(ok, ok, False, graphs=n_programs, graph_breaks=0, how=how,
-                        why="the Adam update runs in the dynamic graph: " + WHOLE_STEP_ERROR + "; " + outside)
+    ok = step > 0
+    rec.workaround("to-static-whole-step")
+    rec.set_graph_scope(ok, ok, False, graphs=step, graph_breaks=0, how=how,
+                        why="the Adam update runs in the dynamic graph: " + WHOLE_STEP_ERROR + ("; " + why if why else ""))
 
 
 def window_callback(windows):

@@ -1,23 +1,27 @@
-"""TensorFlow helpers shared by notebooks/tensorflow/{lenet,dcgan,lstm}.ipynb.
+"""TensorFlow helpers shared by notebooks/tensorflow/{lenet,dcgan,lstm,gpt}.ipynb:
+the contract every framework folder fulfils (frameval/frameworks/contract.py).
 
 Importing this module imports TensorFlow and Keras 3 (backend forced to TensorFlow)
-quietly: file descriptor 2 is silenced around the import and the Python loggers are
-set to ERROR. So the setup cell imports it right after `rec = nb.Recorder(...)`:
+quietly: KERAS_BACKEND and TF_CPP_MIN_LOG_LEVEL are set first, file descriptor 2 is
+silenced around the import and the Python loggers are set to ERROR. So the setup cell
+imports it right after `rec = nb.Recorder(...)` (which sets the thread variables),
+then calls `setup` before the first op:
 
     rec = nb.Recorder(...)                      # thread env vars first
     from frameval.frameworks.tensorflow import support as fw
     import tensorflow as tf                     # already imported, now silently
-    fw.set_threads(rec)                         # before the first op; read back
-    dev, gpu_hooks = fw.choose_device(device)
-    rec.after_import(tf.__version__, **gpu_hooks)
+    dev = fw.setup(rec, mode, device, seed)     # threads, device, seed, rec.after_import
 
-- `SpecAdam`: Keras' Adam with the spec's (PyTorch's) epsilon placement.
-- `set_threads`: both thread pools set and read back.
-- `choose_device`: CPU or GPU, and the recorder's GPU hooks; `placement`: where the data live.
-- `compile_step`: `tf.function` of the whole train step in graph mode; `record_scope`:
-  the graph scope from the step's own trace count.
+- `setup`: both thread pools set and read back (`set_threads`), the device and the
+  recorder's GPU hooks (`choose_device`), Keras' seed, `rec.after_import`.
+- `placement`: where the data live.
+- `SpecAdam`, `SpecAdamW`: Keras' Adam and AdamW with the spec's (PyTorch's) epsilon placement.
+- `compile_step`, `compile_eval`: `tf.function` (no XLA) of the whole train step and of
+  the evaluation forward in graph mode; `record_scope`: the graph scope from the step's
+  own trace count (or Keras' own of `Model.fit`).
 - `read_adam`, `reset_adam`: the optimizer's settings read back; a fresh Adam state put
   back in place after the check (the traced step keeps its variables).
+- `WindowCallback`: the timing windows from `Model.fit`'s own loop (api = "high").
 
 See docs/frameworks/tensorflow.md ("Defaults set explicitly", "Device, threads, ...").
 """
@@ -124,6 +128,24 @@ def set_threads(rec):
     return intra, inter
 
 
+def setup(rec, mode, device, seed):
+    """Everything before the data, in the order TensorFlow needs it (the environment
+    variables that must precede its import were set when this module was imported):
+    both thread pools set and read back (before the first op), the device (the GPU with
+    memory growth, raising where there is none, or the CPU with every GPU hidden),
+    Keras' seed (Python's, numpy's and TensorFlow's: dropout masks), and
+    `rec.after_import` with the GPU hooks (clock sync, allocator peak, name; None on the
+    CPU). TensorFlow's graph mode needs no switch here: it is `compile_step`'s
+    `tf.function`. -> the device string the notebook places its tensors with (`tf.device`)."""
+    intra, inter = set_threads(rec)
+    dev, gpu_hooks = choose_device(device)
+    keras.utils.set_random_seed(seed)
+    rec.after_import(tf.__version__, **gpu_hooks)
+    print(f"tensorflow {tf.__version__} (keras {keras.__version__}) on {dev}, "
+          f"{intra} intra-op / {inter} inter-op threads, mode={mode}")
+    return dev
+
+
 def placement(dev):
     """Where the data set lives once the data cell made tensors of it (`tf.constant`
     copies the numpy array: checked, the tensor's buffer is not numpy's)."""
@@ -136,17 +158,34 @@ def compile_step(step, mode):
     return tf.function(step, jit_compile=False) if mode == "graph" else step
 
 
-def record_scope(rec, mode, step, why=""):
+def compile_eval(fn, mode, input_signature=None):
+    """Graph mode: the evaluation forward as its own tf.function, no XLA; `input_signature`
+    leaves the batch (and length) free, so a last, smaller batch does not retrace.
+    Eager: the same Python function, op by op."""
+    return tf.function(fn, jit_compile=False, input_signature=input_signature) if mode == "graph" else fn
+
+
+def record_scope(rec, mode, step, how="", why=""):
     """rec.set_graph_scope for a train step made by compile_step: everything of the
     step is in its graph (TensorFlow has no graph breaks: a function that cannot be
-    traced fails); `graphs` is the step's own trace count (evaluation excluded)."""
-    if mode != "graph":
+    traced fails); `graphs` is the step's own trace count (evaluation excluded).
+    `step` a keras.Model trained by Model.fit (api = "high"): compiled (run_eagerly=False),
+    Keras wraps its whole train_step (forward, gradient, optimizer.apply) in one
+    tf.function, no XLA; its trace count is not exposed (a closure inside Keras), so
+    `graphs` is not available. `how` replaces the default description."""
+    fit = isinstance(step, keras.Model)
+    if mode != "graph" or (fit and step.run_eagerly):
         rec.set_graph_scope(False, False, False)
+        return
+    if fit:
+        rec.set_graph_scope(True, True, True, graphs=None, graph_breaks=0,
+                            how=how or "Model.compile(run_eagerly=False, jit_compile=False): Keras' tf.function of "
+                                       "Model.train_step (forward, loss, gradient, optimizer.apply)", why=why)
         return
     traces = step.experimental_get_tracing_count()
     rec.set_graph_scope(True, True, True, graphs=traces, graph_breaks=0,
-                        how="tf.function (no XLA) of the whole train step: forward, GradientTape.gradient, "
-                            "Adam.apply_gradients", why=why)
+                        how=how or "tf.function (no XLA) of the whole train step: forward, GradientTape.gradient, "
+                                   "Adam.apply_gradients", why=why)
 
 
 def read_adam(rec, *opts):
@@ -187,14 +226,3 @@ class WindowCallback(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         self.windows.end(len(self.windows.items) - 1)
 
-
-def record_fit_scope(rec, mode, model):
-    """rec.set_graph_scope for Model.fit: compiled (run_eagerly=False), Keras wraps its whole
-    train_step (forward, gradient, optimizer.apply) in one tf.function, no XLA; its trace
-    count is not exposed (a closure inside Keras), so `graphs` is not available."""
-    if mode != "graph" or model.run_eagerly:
-        rec.set_graph_scope(False, False, False)
-        return
-    rec.set_graph_scope(True, True, True, graphs=None, graph_breaks=0,
-                        how="Model.compile(run_eagerly=False, jit_compile=False): Keras' tf.function of "
-                            "Model.train_step (forward, loss, gradient, optimizer.apply)")

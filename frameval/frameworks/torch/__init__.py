@@ -7,9 +7,28 @@ FRAMEWORK = Framework(
     offers={"precision": {"cpu": ("default", "highest"), "gpu": ("default", "highest")},
             "mode": {"cpu": ("graph", "eager"), "gpu": ("graph", "eager")}},
     workarounds={
-        "inductor-layout-opt-conv-grad": r"layout_optimization\s*=\s*False",
-        "dynamo-backward-in-step": r"trace_autograd_ops\s*=\s*True",
-        "dynamo-lstm-allow-rnn": r"recurrence written in torch ops",
+        "inductor-layout-opt-conv-grad": {
+            "pattern": r"layout_optimization\s*=\s*False",
+            "summary": "inductor's layout optimisation breaks the convolutions' backward: wrong gradients on the CPU (zero for LeNet's convolutions at batch 16, ~1e-3 off for the DCGAN generator), an AssertionError on convolution_backward's strides in the DCGAN on an H100; turned off",
+            "versions": "2.13.0 (CPU), 2.11.0+cu130 (GPU)",
+            "found_by": "the check (convolution weight gradients against the reference); the H100 run",
+            "cost": "not measured: inductor keeps the default layout",
+        },
+        "dynamo-backward-in-step": {
+            "pattern": r"trace_autograd_ops\s*=\s*True",
+            "summary": "loss.backward() inside the compiled step leaves every .grad None after it (after zero_grad; an earlier build raised a NameError in dynamo's resume function), so Adam trains nothing; the backward is torch.autograd.grad assigned to .grad (grad_step), traced with trace_autograd_ops",
+            "versions": "2.13.0",
+            "found_by": "building the graph-mode notebooks; the check (every gradient missing)",
+            "cost": "none: the same gradients, inside the step's graph",
+        },
+        "dynamo-lstm-allow-rnn": {
+            "pattern": r"recurrence written in torch ops",
+            "summary": "dynamo does not trace nn.LSTM, and allow_rnn = True fails on the CPU (TypeError: mkldnn_rnn_layer); graph mode runs nn.LSTM's parameters through the recurrence written in torch ops",
+            "versions": "2.13.0",
+            "found_by": "building the graph-mode notebook (torch.compile raised)",
+            "cost": "the 20 unrolled steps take about a minute to compile (in the check); eager mode runs nn.LSTM",
+            "substitute": "LSTM recurrence in torch ops (graph mode)",
+        },
     },
     # dynamo, AOTAutograd and inductor (with sympy and setuptools' compiler helpers) load at the first compile;
     # the rest, lazily inside it: left to the first run, 152 modules (inductor's pattern passes and device

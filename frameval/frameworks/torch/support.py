@@ -50,23 +50,11 @@ def setup(rec, mode, device, seed):
         torch._inductor.config.layout_optimization = False
         rec.note("torch.compile: inductor layout_optimization off (wrong conv gradients on the CPU in torch 2.13, "
                  "a stride assertion in convolution_backward on the GPU in torch 2.11)")
-        rec.workaround("inductor-layout-opt-conv-grad",
-                       "inductor's layout optimisation breaks the convolutions' backward: wrong gradients on the "
-                       "CPU (zero for LeNet's convolutions at batch 16, ~1e-3 off for the DCGAN generator), an "
-                       "AssertionError on convolution_backward's strides in the DCGAN on an H100; turned off",
-                       versions="2.13.0 (CPU), 2.11.0+cu130 (GPU)",
-                       found_by="the check (convolution weight gradients against the reference); the H100 run",
-                       cost="not measured: inductor keeps the default layout")
+        rec.workaround("inductor-layout-opt-conv-grad")
     if mode == "graph":
         # Lets dynamo trace torch.autograd.grad, so the backward is in the step's graph.
         torch._dynamo.config.trace_autograd_ops = True
-        rec.workaround("dynamo-backward-in-step",
-                       "loss.backward() inside the compiled step leaves every .grad None after it (after "
-                       "zero_grad; an earlier build raised a NameError in dynamo's resume function), so Adam "
-                       "trains nothing; the backward is torch.autograd.grad assigned to .grad (grad_step), "
-                       "traced with trace_autograd_ops", versions="2.13.0",
-                       found_by="building the graph-mode notebooks; the check (every gradient missing)",
-                       cost="none: the same gradients, inside the step's graph")
+        rec.workaround("dynamo-backward-in-step")
     torch.manual_seed(seed)  # dropout masks
     if device == "gpu" and not torch.cuda.is_available():
         raise RuntimeError("device='gpu' but torch.cuda.is_available() is False in this environment")
@@ -103,7 +91,7 @@ def compile_step(step, mode):
     return torch.compile(step) if mode == "graph" else step
 
 
-def compile_eval(module, mode):
+def compile_eval(fn, mode):
     """The evaluation forward (LeNet's, the LSTM's prediction), compiled in graph
     mode with its batch dimension dynamic from the first call. The check calls
     it at the training batch size, evaluation at 1,000 (LeNet) or 256 (the
@@ -118,8 +106,8 @@ def compile_eval(module, mode):
     standard strides now). The training step is not touched: its compile
     stays cold in every run."""
     if mode != "graph":
-        return module
-    compiled = torch.compile(module)
+        return fn
+    compiled = torch.compile(fn)
 
     def forward(x):
         torch._dynamo.maybe_mark_dynamic(x, 0)
@@ -192,6 +180,12 @@ class StepGraphs:
         captured = self.graphs > 0
         rec.set_graph_scope(captured, captured and not other, captured and bool(opt_breaks),
                             graphs=self.graphs, graph_breaks=n_breaks, how=how, why="; ".join(reasons))
+
+
+def record_scope(rec, mode, step, how="", why=""):
+    """What graph mode compiled, from `step`: the StepGraphs that bracketed the training
+    step's first calls (frameval/frameworks/contract.py)."""
+    step.record(rec, mode, how, why)
 
 
 def read_adam(rec, *opts):

@@ -1,0 +1,106 @@
+"""The contract every framework folder's `support.py` fulfils (#68): what a
+notebook needs of its framework, under one name and one signature in all of
+them, so that a new measurement or precision is a function in each folder and
+one line per notebook, not an edit of every notebook's setup cell.
+
+Modelled on optimum-benchmark's backends (one base class, one folder per
+backend). frameval keeps its notebooks for reading and teaching: the model,
+the step and the loop stay framework code in the notebook; what is the same
+job in every framework is here.
+
+`support.py` imports its framework, so the contract is checked from the
+source (`check_source`: each function's presence and its parameters, by `ast`),
+never by importing seven frameworks into one process (tests/test_frameworks.py).
+
+Where a framework cannot do a part, its function says so: it raises
+`NotOffered` with the reason the report prints, never passes silently.
+
+Capabilities planned next add their methods here, each in its own issue, in
+the same form (a function in every `support.py`, its parameters fixed here):
+the layer timing's part is `frameworks/<fw>/layers.py` (`setup`,
+`substitutes`, `build`); mixed precision adds `autocast(rec, precision)`;
+saving and loading add `save(rec, state, path)` and `load(rec, path)`.
+Standard library only.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+
+class NotOffered(RuntimeError):
+    """A part of the contract this framework cannot do; the message is the reason the report prints."""
+
+
+@runtime_checkable
+class Support(Protocol):
+    """What a notebook calls on `fw` (`from frameval.frameworks.<fw> import support as fw`)."""
+
+    def setup(self, rec, mode: str, device: str, seed: int) -> Any:
+        """Everything before the data: whatever must precede the framework's import
+        (environment variables), the thread count set and read back into `rec`, the
+        seed, the device (a device that is not there raises, never falls back), the
+        float32 precision switches, the graph-mode settings, and `rec.after_import`
+        with the clock's sync and the device's memory hooks. Returns the device (or
+        context) the notebook places its tensors on."""
+
+    def placement(self, dev) -> str:
+        """Where the data lives and how a batch reaches the step, in words (result.json's data.placement)."""
+
+    def compile_step(self, step, mode: str):
+        """The training step as the run's mode runs it: compiled whole in graph mode, as is in eager."""
+
+    def compile_eval(self, fn, mode: str):
+        """The evaluation forward as the run's mode runs it."""
+
+    def record_scope(self, rec, mode: str, step, how: str = "", why: str = "") -> None:
+        """What graph mode compiled (graphs, breaks, what runs outside): `rec.graph_scope`."""
+
+    def read_adam(self, rec, *opts) -> None:
+        """The optimizers' Adam settings as the framework holds them, recorded for the audit."""
+
+    def reset_adam(self, *opts) -> None:
+        """A fresh optimizer state (moments and step count) in place: training starts from
+        the shared weights after the check, in the same compiled step."""
+
+
+# the contract's functions and the parameter names each must accept, in order
+CONTRACT = {name: [p for p in fn.__code__.co_varnames[1:fn.__code__.co_argcount]]
+            for name, fn in vars(Support).items() if not name.startswith("_") and callable(fn)}
+VARARGS = {name for name, fn in vars(Support).items() if name in CONTRACT and fn.__code__.co_flags & 0x04}
+
+
+def _functions(tree) -> dict:
+    """Module-level functions of a source, by name (a name bound by assignment counts as present)."""
+    out = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            out[node.name] = node
+        elif isinstance(node, ast.Assign):
+            out.update({t.id: None for t in node.targets if isinstance(t, ast.Name)})
+    return out
+
+
+def check_source(path) -> list:
+    """What `path` (a support.py) lacks of the contract: one line per missing function or
+    parameter; [] where it fulfils it. A function's parameters must start with the
+    contract's names, in order; more, with defaults, are its own."""
+    tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    have, problems = _functions(tree), []
+    for name, params in CONTRACT.items():
+        node = have.get(name, ...)
+        if node is ...:
+            problems.append(f"{path}: no {name}({', '.join(params)})")
+            continue
+        if node is None:  # bound by assignment (an alias of another function): its signature is that one's
+            continue
+        got = [a.arg for a in node.args.posonlyargs + node.args.args]
+        if got[:len(params)] != params:
+            problems.append(f"{path}: {name}({', '.join(got)}) should take ({', '.join(params)})")
+        if name in VARARGS and node.args.vararg is None:
+            problems.append(f"{path}: {name} should take *opts (one optimizer or more)")
+        defaults = len(node.args.defaults)
+        if len(got) - defaults > len(params):
+            problems.append(f"{path}: {name} has required parameters beyond the contract's: {got[len(params):]}")
+    return problems
