@@ -107,8 +107,6 @@ def test_layers_end_to_end_on_lenet(tmp_path):
     p = run_all("--workloads", "lenet", "--layers", "--out", str(out), *TINY, "--dry-run")
     line = next(ln for ln in p.stdout.splitlines() if ln.startswith("frameval: --layers:"))
     assert line.count(" lenet graph") == 7 and "not built" not in line, line
-    fresh = [e for e in m["entries"] if e.get("cache")]
-    assert ("cached: " in line) == bool(fresh), (line, len(fresh))
 
 
 def _name(fw):
