@@ -38,9 +38,15 @@ DISPLAY_NAMES = {f.key: f.display for f in FRAMEWORK_RECORDS}
 ALIASES = {a: f.key for f in FRAMEWORK_RECORDS for a in f.aliases}
 
 MODES = ("graph", "eager")
-# -p precision=: the framework's float32 defaults, or full float32 throughout (frameval/nb/precision.py)
-PRECISIONS = ("default", "highest")
+# -p precision=: the framework's float32 defaults, or full float32 throughout (frameval/nb/precision.py);
+# or mixed precision (#69, frameval/nb/amp.py): float32 weights and optimizer state, compute in bfloat16
+# or float16 through the framework's own AMP
+PRECISIONS = ("default", "highest", "bf16", "fp16")
+MIXED = {"bf16": "bfloat16", "fp16": "float16"}
 DEVICES = ("cpu", "gpu")
+# What a device can take whatever the framework: float16 AMP is a GPU's (its loss scaling and
+# tensor cores); no framework here has a float16 AMP for the CPU.
+DEVICE_PRECISIONS = {"cpu": ("default", "highest", "bf16"), "gpu": PRECISIONS}
 
 # The parameters every notebook of a workload declares (frameval/workloads/base.py).
 COMMON_PARAMS = _base.COMMON_PARAMS
@@ -100,6 +106,10 @@ def not_offered(framework: str, params: dict) -> str | None:
     runs (plan.py); a notebook opened by hand stops at its parameters with it."""
     rec = BY_KEY.get(framework)
     device = params.get("device") or "cpu"
+    p = params.get("precision")
+    if p in PRECISIONS and p not in DEVICE_PRECISIONS.get(device, PRECISIONS):
+        return (f"precision={p}: the {device.upper()} does not take it in any framework (mixed float16 needs a GPU; "
+                f"the {device.upper()} takes {', '.join(DEVICE_PRECISIONS[device])})")
     for axis in ("precision", "mode"):
         v = params.get(axis)
         if rec is None or v is None:

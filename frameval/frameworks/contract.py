@@ -18,7 +18,7 @@ Where a framework cannot do a part, its function says so: it raises
 Capabilities planned next add their methods here, each in its own issue, in
 the same form (a function in every `support.py`, its parameters fixed here):
 the layer timing's part is `frameworks/<fw>/layers.py` (`setup`,
-`substitutes`, `build`); mixed precision adds `autocast(rec, precision)`;
+`substitutes`, `build`); mixed precision is `autocast(rec, precision)` (#69);
 saving and loading add `save(rec, state, path)` and `load(rec, path)`.
 Standard library only.
 """
@@ -63,6 +63,13 @@ class Support(Protocol):
     def reset_adam(self, *opts) -> None:
         """A fresh optimizer state (moments and step count) in place: training starts from
         the shared weights after the check, in the same compiled step."""
+
+    def autocast(self, rec, precision: str) -> Any:
+        """-p precision as the framework's own AMP (#69): an `nb.amp.Amp` recorded with
+        `rec.set_amp` (mechanism, level, what stays float32), off for a float32 run. Its
+        `on` is what the check's float32 pass turns off and training runs with. Raises
+        NotOffered, with the framework's own error where it has one, where its AMP cannot
+        run on this device: the run is then recorded as not offered, never as float32."""
 
 
 # the contract's functions and the parameter names each must accept, in order

@@ -58,6 +58,7 @@ from .. import workloads
 from ..catalog import CHECK_SECTIONS
 from ..workloads.base import Kit
 from . import reference as R
+from . import amp as AMP
 from . import precision, refcache
 from .weights import init_weights
 
@@ -129,6 +130,14 @@ def to_numpy(a):
                 return np.asarray(f())
             except Exception:
                 pass
+    # a bfloat16 tensor numpy cannot hold (torch's, under a mixed-precision run): exactly, as float32
+    for widen in (lambda t: t.float(), lambda t: t.astype("float32")):
+        try:
+            wide = widen(a)
+        except Exception:
+            continue
+        if wide is not a:
+            return to_numpy(wide)
     return np.asarray(a)
 
 
@@ -472,6 +481,8 @@ class Checker:
             "reference_cached": self.ref_cached,
         }
 
+    KEY = "check"  # where finish() stores the result in result.json
+
     def finish(self) -> dict:
         """Store the errors in rec.result["check"], print a table; never raises."""
         try:
@@ -485,13 +496,17 @@ class Checker:
             res = {"ok": None, "problems": self.problems + [f"summary: {type(e).__name__}: {e}",
                                                             traceback.format_exc()[-1500:]]}
         try:
-            self.rec.check_done(res)
+            res = self._after(res)
+            self.rec.check_done(res, self.KEY) if self.KEY != "check" else self.rec.check_done(res)
         except Exception as e:
             res.setdefault("problems", []).append(f"cannot store in the recorder: {type(e).__name__}: {e}")
         try:
             print(self.table(res))
         except Exception:
             pass
+        return res
+
+    def _after(self, res: dict) -> dict:
         return res
 
     def table(self, res=None) -> str:
@@ -520,3 +535,74 @@ class Checker:
         if res.get("ignored"):
             lines.append(f"  ignored (not in the reference): {', '.join(res['ignored'])}")
         return "\n".join(lines)
+
+
+# ------------------------------------------------------------ mixed precision
+class AmpChecker(Checker):
+    """The second pass of a mixed-precision run (#69, nb/amp.py): the same calls
+    on the same step, now under the framework's AMP and the run's own float32
+    settings, judged on forward, losses and gradients against amp.bound. The
+    update and the running statistics stay judged at float32 by the first pass
+    (Adam normalises a bfloat16 gradient's error away, and a bound for it would
+    be a bound for Adam). Stored as result["check_amp"]."""
+
+    KEY = "check_amp"
+
+    def __init__(self, rec, workload: str, seed: int = 0, amp=None, **kw):
+        self.amp = amp
+        super().__init__(rec, workload, seed, **kw)
+        wl = self.wl
+        depth = (wl.amp_depth or sum(len(p.layers) for p in wl.passes({}))) if wl else 1
+        self.bound_inputs = {"format": amp.format, "depth": depth, "reduction": (wl.amp_reduction or 1) if wl else 1,
+                             "batch": self.batch_size}
+        self.tol = dict(self.tol, **AMP.bound(amp.format, depth, self.bound_inputs["reduction"], self.batch_size),
+                        update=float("inf"), running=float("inf"))
+
+    def _full_float32(self):
+        self.precision_set = []  # the run's own settings: the AMP decides what is float32
+
+    def weights(self, named: dict, running: dict | None = None):
+        return self  # judged at float32 (the first pass)
+
+    def _kink_budget(self):
+        return  # a branch float32 could take either way is far inside a bfloat16 bound
+
+    def _after(self, res: dict) -> dict:
+        for sec in ("update", "running", "update_plain"):
+            res[sec] = {}
+        res.pop("update_ok", None)
+        res.pop("running_ok", None)
+        judged = [res.get(f"{sec}_ok") for sec in AMP.JUDGED]
+        res["ok"] = _combine(judged + [not any(p.startswith(("setup", "reference")) for p in res.get("problems", []))])
+        res["step_ok"] = _combine([res.get("losses_ok"), res.get("grads_ok")])
+        res["amp"] = self.amp.record()
+        res["bound"] = dict(self.bound_inputs, **{k: self.tol[k] for k in AMP.JUDGED},
+                            unit_roundoff=AMP.UNIT_ROUNDOFF[self.amp.format], kappa=AMP.KAPPA, lam=AMP.LAMBDA)
+        res["measure"] = ("as the float32 pass (forward, grads: relative norm; losses per step), under the run's AMP; "
+                          "judged against the bound of docs/precision.md")
+        res["outside"] = [f"{sec} {k}: {v:.2e} > {self.tol[sec]:.2e}" for sec in AMP.JUDGED
+                          for k, v in (res.get(sec) or {}).items() if v is not None and v > self.tol[sec]]
+        return res
+
+
+def run(rec, workload: str, seed: int, amp, body, **kw) -> dict:
+    """The notebook's check: `body(chk)` makes the calls (forward, the steps, grads,
+    weights) and puts the initial weights and a fresh optimizer back. A float32 run
+    (amp None or off) runs it once, as Checker always did. A mixed run runs it
+    first with its AMP off at full float32 (the check every run has), then once more
+    under its AMP (AmpChecker); training then runs with the AMP on."""
+    mixed = amp is not None and getattr(amp, "precision", None)
+    if mixed:
+        amp.on = False
+    try:
+        chk = Checker(rec, workload, seed, **kw)
+        body(chk)
+        res = chk.finish()
+    finally:
+        if mixed:
+            amp.on = True
+    if mixed:
+        chk2 = AmpChecker(rec, workload, seed, amp=amp, **kw)
+        body(chk2)
+        chk2.finish()
+    return res

@@ -29,7 +29,7 @@ from ..result import CORRUPT, Result, new_result, save
 from ..result import SCHEMA_VERSION as SCHEMA  # noqa: F401 - the recorder's version, named here for readers
 from ..result.folder import Plan
 from . import determinism, evaluation, measure, precision
-from ..catalog import BY_KEY
+from ..catalog import BY_KEY, MIXED
 from .params import check_api
 from ..paths import notebook_path, notebook_rel
 from .paths import hand_run_framework, hand_runs_dir
@@ -422,11 +422,17 @@ class Recorder:
         self.mark("data")
         self.result["memory"]["after_data_mb"] = _round(measure.rss_mb())
 
-    def check_done(self, check: dict):
+    def check_done(self, check: dict, key: str = "check"):
         """The numerical check's result (frameval.nb.check); a failed check
-        makes the run's status "check_failed" when it is written."""
-        self.result["check"] = check
+        makes the run's status "check_failed" when it is written. key="check_amp":
+        the second pass of a mixed-precision run, under its AMP (nb/amp.py)."""
+        self.result[key] = check
         self.result["memory"]["after_check_mb"] = _round(measure.rss_mb())
+
+    def set_amp(self, amp):
+        """The run's mixed precision as its framework does it (nb/amp.py: Amp.record())."""
+        self.result["amp"] = amp.record()
+        return amp
 
     def set_param_counts(self, note: str = "", **counts):
         self.result["param_counts"] = {k: int(v) for k, v in counts.items()}
@@ -666,10 +672,24 @@ class Recorder:
         losses = [v for e in self.epochs for k, v in e.items() if "loss" in k or "mse" in k]
         bad = [v for v in losses if not isinstance(v, float)]
         self.result["status"] = status
-        if status == "ok" and (self.result.get("check") or {}).get("ok") is False:
+        mixed = self.params.get("precision") in MIXED
+        if status == "ok" and mixed and not (self.result.get("amp") or {}).get("precision"):
+            # never a silent float32 run under a mixed precision's name (#69)
+            self.result["status"] = "failed"
+            self.result["error"] = {"type": "PrecisionNotApplied", "traceback": "",
+                                    "message": f"precision={self.params['precision']}: this notebook never called its "
+                                               "framework's autocast (fw.autocast), so it trained in float32"}
+        elif status == "ok" and (self.result.get("check") or {}).get("ok") is False:
             self.result["status"] = "check_failed"
             self.result["error"] = {"type": "CheckFailed", "traceback": "",
                                     "message": "the numerical check failed: this run does not compute the spec's function"}
+        elif status == "ok" and (self.result.get("check_amp") or {}).get("ok") is False:
+            self.result["status"] = "check_failed"
+            fmt = (self.result.get("amp") or {}).get("format") or "mixed precision"
+            self.result["error"] = {"type": "CheckFailed", "traceback": "",
+                                    "message": f"the check under the framework's AMP failed: at {fmt} its step is "
+                                               "outside the bound of docs/precision.md (" + "; ".join(
+                                                   (self.result["check_amp"].get("outside") or [])[:3]) + ")"}
         if bad and status == "ok":
             self.result["status"] = "failed"
             self.result["error"] = {"type": "NonFiniteLoss", "message": f"non-finite loss values: {bad[:3]}",

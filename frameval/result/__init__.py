@@ -48,6 +48,9 @@ SCHEMA_VERSION = 5
 
 # The statuses of a run that finished and measured; "check_failed": its numerical check failed.
 COMPLETED = ("ok", "check_failed")
+# A run its framework declined (frameworks/contract.py: NotOffered, e.g. an AMP with no bfloat16 on
+# the device): a result, with the framework's own error as its evidence, never a silent float32 run.
+NOT_OFFERED = "not_offered"
 CORRUPT = "CorruptResult"  # the error type of a file that could not be read as a result
 # Where results.load_runs found a result: in the dict it returns, never in the file.
 LOCATED = ("_dir", "_source", "_notebook")
@@ -140,7 +143,7 @@ class Result:
     workload: str | None = _field(_text, "")
     mode: str | None = _field(_text, "")
     device: str | None = _field(_text, "cpu")
-    status: str | None = _field(_text, "running")  # "ok", "check_failed", "failed" (the runner: also "timeout" ...)
+    status: str | None = _field(_text, "running")  # "ok", "check_failed", "failed", "not_offered" (the runner: also "timeout" ...)
     error: dict = _field(as_dict, None)         # {"type", "message", "traceback"}
     params: dict = _field(as_dict, {})          # the notebook's parameters
     threads: Recorded = _field(_recorded, None)  # the threads requested
@@ -177,6 +180,8 @@ class Result:
     #                                             "steady_windows", "outlier_windows", "min_windows"}
     machine: dict = _field(as_dict)             # {"cores", "load_before", "load_after", "steal_s", "steal_fraction"}
     check: dict | None = _field(_dict_or_none)  # the numerical check (frameval/nb/check.py)
+    check_amp: dict | None = _field(_dict_or_none)  # its second pass under the run's AMP (nb/amp.py), mixed runs only
+    amp: dict = _field(as_dict)                 # {"precision", "format", "mechanism", "level", "float32"} (nb/amp.py)
     determinism: dict = _field(as_dict)         # {switch: value as the run had it} (frameval/nb/determinism.py)
     math_mode: dict = _field(as_dict)           # {"precision", "effective", "switches", "env"} (frameval/nb/precision.py)
     energy: dict = _field(as_dict)              # {"available", "idle_w", "epoch_j", "epoch_above_idle_j", ...} (GPU: NVML)
@@ -288,7 +293,8 @@ def failure_result(framework, workload, mode, device, params: dict, error: dict,
     `partial` measured; the same keys as a notebook's record."""
     base = validate(partial or {})
     base.update({"schema": SCHEMA_VERSION, "framework": framework, "workload": workload, "mode": mode,
-                 "device": device, "status": "failed", "error": error,
+                 "device": device, "status": NOT_OFFERED if error.get("type") == "NotOffered" else "failed",
+                 "error": error,
                  "params": base.get("params") or dict(params or {})})
     return base
 

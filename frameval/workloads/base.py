@@ -194,6 +194,11 @@ class Workload:
     # one bias vector or two); the check passes them to `initial` and records them by name
     check_options: dict = field(default_factory=dict)
     tolerances: dict = field(default_factory=dict)  # the check's, where this workload needs others
+    # the mixed-precision pass's bound (frameval/nb/amp.py): the product layers along the longest path
+    # from the input to the loss (0: the layers of its passes, once each), and the longest reduction
+    # one sample's forward makes (0: 1)
+    amp_depth: int = 0
+    amp_reduction: int = 0
     # ---- its data beyond the shared MNIST: the runner's preparation of its caches,
     # (cache_dir) -> {name: path} (frameval/data.py), and the names of its folder's
     # modules that notebooks reach as `nb.<name>` (frameval/nb/__init__.py): {name: module}

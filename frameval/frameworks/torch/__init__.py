@@ -4,7 +4,8 @@ from ..record import Framework
 FRAMEWORK = Framework(
     "torch", "PyTorch", order=1, aliases=("pytorch",), packages=("torch",), notes="torch.md", colour="#ee4c2c",
     # float32 as the framework computes by default, or strictly (nb/precision.py); both modes (#68)
-    offers={"precision": {"cpu": ("default", "highest"), "gpu": ("default", "highest")},
+    # float16 AMP (a GradScaler) waits for a GPU to be checked on (#69, #71): not declared yet
+    offers={"precision": {"cpu": ("default", "highest", "bf16"), "gpu": ("default", "highest", "bf16")},
             "mode": {"cpu": ("graph", "eager"), "gpu": ("graph", "eager")}},
     workarounds={
         "inductor-layout-opt-conv-grad": {

@@ -76,6 +76,22 @@ def setup(rec, mode, device, seed):
     return dev
 
 
+def autocast(rec, precision, dev=None):
+    """-p precision=bf16: torch.autocast around the forward and the loss (the notebooks'
+    `with amp.scope():`), weights and Adam in float32. torch's own lists decide what
+    stays float32 (its autocast runs softmax, log_softmax, cross-entropy, MSE and the
+    normalisations in float32). Off (`amp.on` False) the scope is a disabled autocast:
+    dynamo guards on the flag, so the float32 check and training each compile their
+    own graph, and training's is the one the AMP check ran."""
+    from frameval.nb.amp import Amp
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
+    amp = Amp(precision, "torch.autocast", "", ("cross_entropy", "log_softmax", "softmax", "mse_loss", "layer_norm",
+                                                 "batch_norm") if dtype else ())
+    kind = "cuda" if dev is not None and dev.type == "cuda" else "cpu"
+    amp.scope = lambda: torch.autocast(kind, dtype=dtype or torch.bfloat16, enabled=bool(amp.on and dtype))
+    return rec.set_amp(amp)
+
+
 def placement(dev):
     """Where the data set lives once the data cell moved it."""
     return "host, shares numpy's buffer (torch.from_numpy)" if dev.type == "cpu" else f"device copy ({dev})"

@@ -184,6 +184,8 @@ WORKLOAD = Workload(
     too_few=datasets.mnist_too_few,
     param_values={"dataset": tuple(datasets.MNIST_SIZES)},
     default_lr=1e-4, forward_outputs=("fake", "d_logits"), losses=("d_loss", "g_loss"),
+    # the generator's gradient passes G's 4 product layers and D's 3; tconv 256→128 sums 256 x 25 (nb/amp.py)
+    amp_depth=7, amp_reduction=6400,
     networks=(Network("generator", 1, GENERATOR, ("generator", "gen", "g", "netg")),
               Network("discriminator", 2, DISCRIMINATOR, ("discriminator", "disc", "d", "netd"))),
     sample=datasets.mnist_sample, batch=_batch, initial=_initial, forward=_forward, train=_train,

@@ -156,6 +156,8 @@ WORKLOAD = Workload(
     # digits is the notebooks' name for the data set's; the record's data and reference are two-digit only
     param_values={"digits": (2,)},
     default_lr=spec.ADAMW["lr"], forward_outputs=("logits",), losses=("loss",),
+    # 2 blocks of 6 products (qkv, QK^T, AV, projection, two MLP layers) and the head; the MLP's 512 (nb/amp.py)
+    amp_depth=2 * 6 + 1, amp_reduction=spec.SPEC.mlp,
     networks=(Network("gpt", spec.STREAM, spec.weight_table(), ("gpt", "model", "total"), init=_init),),
     sample=_sample, batch=_batch, initial=_initial, forward=_forward, train=_train, expected=_expected,
     passes=lambda params: (Pass("step", layers()),), ops=ops,

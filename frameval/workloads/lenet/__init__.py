@@ -72,6 +72,7 @@ WORKLOAD = Workload(
     too_few=datasets.mnist_too_few,
     param_values={"dataset": tuple(datasets.MNIST_SIZES)},
     default_lr=1e-3, forward_outputs=("logits",), losses=("loss",),
+    amp_depth=5, amp_reduction=400,  # five product layers; dense 400→120 sums the most (nb/amp.py)
     networks=(Network("lenet", 0, WEIGHTS, ("lenet", "model", "total")),),
     sample=datasets.mnist_sample, batch=datasets.labelled_batch, initial=_initial, forward=_forward,
     train=_train, expected=_expected,

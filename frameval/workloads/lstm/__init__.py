@@ -145,6 +145,8 @@ WORKLOAD = Workload(
     param_rules={"window": (1, "a positive integer"), "hidden": (1, "a positive integer")},
     param_values={"series": tuple(datasets.SERIES_POINTS), "hidden": (HIDDEN,)},
     default_lr=1e-3, forward_outputs=("pred",), losses=("loss",),
+    # the recurrence passes its gate products once per step of the 20-step window, then the dense (nb/amp.py)
+    amp_depth=20 + 1, amp_reduction=HIDDEN + 1,
     networks=(Network("lstm", 3, WEIGHTS, ("lstm", "model", "total")),),
     sample=_sample, batch=datasets.labelled_batch, initial=_initial, forward=_forward,
     train=_train, expected=_expected, check_options={"lstm_biases": 1},
