@@ -96,6 +96,7 @@ def _one(framework: str, by_count: dict, threads_all: int) -> dict:
     for label, n in (("1", 1), ("all", threads_all)):
         if label == "all" and n == 1:
             entry["gflops_all"] = entry.get("gflops_1")
+            entry["bf16_gflops_all"] = entry.get("bf16_gflops_1")
             continue
         if n not in by_count:  # no run of the plan on this count (measure's `counts`)
             entry[f"gflops_{label}"] = None
@@ -108,6 +109,10 @@ def _one(framework: str, by_count: dict, threads_all: int) -> dict:
             entry[f"gflops_{label}"] = None
             continue
         entry[f"gflops_{label}"] = got["gflops"]
+        b16 = got.get("bf16") or {}
+        entry[f"bf16_gflops_{label}"] = b16.get("gflops") if b16 and not b16.get("busy") else None
+        if b16:
+            entry["bf16_op"] = b16.get("op")
         entry["figures"][str(n)] = {k: got.get(k) for k in ("gflops", "repeats", "spread", "load", "other_share", "busy")}
         if got.get("first_busy"):  # measured again: the first figure's verdict
             entry["figures"][str(n)]["first_busy"] = got["first_busy"]
@@ -142,7 +147,8 @@ def _gf(v) -> str:
 
 def best(numpy_figure, numpy_name: str, frameworks: dict, field: str) -> tuple:
     """(GFLOP/s, library) of the fastest product at one thread count: numpy's or a framework's."""
-    cands = [(numpy_figure, numpy_name)] + [(e.get(field), f"{framework_name(e['framework'])} {e.get('op') or ''}"
+    op = "bf16_op" if field.startswith("bf16") else "op"
+    cands = [(numpy_figure, numpy_name)] + [(e.get(field), f"{framework_name(e['framework'])} {e.get(op) or ''}"
                                              .strip()) for e in frameworks.values()]
     cands = [(v, n) for v, n in cands if isinstance(v, (int, float))]
     return max(cands) if cands else (None, None)

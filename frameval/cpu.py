@@ -115,12 +115,23 @@ def _cpuinfo() -> dict:
 
 
 # The instruction sets a reader of a GEMM figure wants to know about, newest first.
-ISA_FLAGS = ("amx_tile", "avx512_bf16", "avx512_vnni", "avx512f", "avx2", "fma", "avx", "sse4_2", "asimd", "sve")
+ISA_FLAGS = ("amx_tile", "amx_bf16", "avx512_bf16", "avx512_vnni", "avx512f", "avx2", "fma", "avx", "sse4_2", "asimd", "sve")
 
 
 def model() -> str:
     info = _cpuinfo()
     return info.get("model name") or info.get("Model") or platform.processor() or platform.machine() or "unknown"
+
+
+# The units that compute bfloat16 products natively (#69); without them a framework's bfloat16
+# is emulated in float32 arithmetic (or ARM's bf16 extension, which the kernel calls "bf16").
+BF16_FLAGS = ("amx_bf16", "avx512_bf16", "bf16")
+
+
+def bf16_units() -> list:
+    """The bfloat16 instruction sets this CPU reports ([]: bfloat16 is emulated here)."""
+    flags = set((_cpuinfo().get("flags") or _cpuinfo().get("Features") or "").split())
+    return [f for f in BF16_FLAGS if f in flags]
 
 
 def isa() -> list:

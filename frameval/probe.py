@@ -119,8 +119,13 @@ def measure(env_by_fw: dict | None = None, say=print, n: int = MATMUL_N, copy_mb
         framework_name(e["framework"]): e.get("figures") or {} for e in fws.values()})
     peak1, lib1 = ceilings.best(one.get("gflops"), numpy_name, fws, "gflops_1")
     peak_all, lib_all = ceilings.best(every.get("gflops"), numpy_name, fws, "gflops_all")
+    # bfloat16 (#69): numpy has no bfloat16 product, so only the frameworks' own ones count
+    bf1, bflib1 = ceilings.best(None, "", fws, "bf16_gflops_1")
+    bf_all, bflib_all = ceilings.best(None, "", fws, "bf16_gflops_all")
     return {
         "peak_gflops_1": peak1, "peak_gflops_all": peak_all, "peak_library_1": lib1, "peak_library_all": lib_all,
+        "bf16_peak_gflops_1": bf1, "bf16_peak_gflops_all": bf_all, "bf16_peak_library_1": bflib1,
+        "bf16_peak_library_all": bflib_all, "bf16_units": cpu.bf16_units(),
         "threads_all": cores, "bandwidth_gbs": bw, "numpy_gflops_1": one.get("gflops"),
         "numpy_gflops_all": every.get("gflops"), "numpy_figures": {"1": one, str(cores): every},
         "frameworks": fws, "cpu": cpu.identity(), "isa_caps": cpu.caps(), "isa_caps_inert": cpu.inert_caps(),

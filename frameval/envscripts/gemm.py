@@ -32,12 +32,20 @@ def inputs(n):
 
 def measure(framework: str, threads: int, n: int = N) -> dict:
     from frameval import cpu
-    version, op, t = frameworks.part(framework, "gemm").gemm(n, threads)
+    part = frameworks.part(framework, "gemm")
+    version, op, t = part.gemm(n, threads)
     busy = idle.busy_reason(t)
-    return {"framework": framework, "version": version, "op": op, "threads": threads, "n": n,
-            "gflops": 2 * n ** 3 / t["best_s"] / 1e9, "best_s": t["best_s"], "repeats": t["repeats"],
-            "spread": t["spread"], "load": t["load"], "other_share": t["other_share"], "busy": busy,
-            "cache": busy is None, "isa_caps": cpu.caps()}
+    out = {"framework": framework, "version": version, "op": op, "threads": threads, "n": n,
+           "gflops": 2 * n ** 3 / t["best_s"] / 1e9, "best_s": t["best_s"], "repeats": t["repeats"],
+           "spread": t["spread"], "load": t["load"], "other_share": t["other_share"], "busy": busy,
+           "cache": busy is None, "isa_caps": cpu.caps()}
+    if hasattr(part, "gemm_bf16"):  # its bfloat16 product, where its part has one (#69: the bfloat16 peak)
+        op16, t16 = part.gemm_bf16(n, threads)
+        busy16 = idle.busy_reason(t16)
+        out["bf16"] = {"op": op16, "gflops": 2 * n ** 3 / t16["best_s"] / 1e9, "best_s": t16["best_s"],
+                       "spread": t16["spread"], "load": t16["load"], "busy": busy16}
+        out["cache"] = out["cache"] and busy16 is None
+    return out
 
 
 if __name__ == "__main__":

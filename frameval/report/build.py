@@ -13,7 +13,7 @@ from pathlib import Path
 from ..catalog import WORKLOAD_BY_KEY
 from ..files import atomic_write
 from ..paths import REPO
-from ..result import Result, as_list
+from ..result import NOT_OFFERED, Result, as_list
 from ..result.store import load_runs
 from . import charts as ch
 from .audit import audit_table
@@ -31,6 +31,7 @@ from .render import notes_html, notes_markdown, render_all
 from .spec import WORKLOADS, framework_name, order_key
 from .mistakes import mistakes_section
 from .modes import mode_section
+from .mixed import mixed_section
 from .analysis import analyse
 from .highapi import api_section
 from .timing import timing_section
@@ -196,7 +197,7 @@ def _alerts(rows, check_failed, S, found=()) -> list:
     failed (status "check_failed", or a check marked ✗ by an older notebook),
     and a later framework version that is slower or computes another function."""
     out = [{"text": f.text, "anchor": f.anchor} for f in found if f.alert]
-    failed = [w for w in rows if not w.ok]
+    failed = [w for w in rows if not w.ok and w.status != NOT_OFFERED]  # declined: a result, in "Mixed precision"
     if failed:
         out.append({"text": S("alert_failed", n=len(failed), items=S.join(f"{w.label} / {wl_name(S, w.workload)}"
                                                                          for w in failed)), "anchor": "errors"})
@@ -295,6 +296,8 @@ def _context(request, S, problems, assets_dir) -> dict:
     versions = problems.run(S("what_section", name=S("h_versions")), version_section, rows, S, request["threshold"],
                             default=lambda it: {"error": it["text"]})
     modes, high_api = _pairs(rows, S, charts, problems, request["repo"])
+    mixed = problems.run(S("what_section", name=S("h_mixed")), mixed_section, rows, an, peaks, S,
+                         default=lambda it: {"error": it["text"]})
     scaling = problems.run(S("what_section", name=S("h_scaling")), scaling_section, rows, wls, S, charts, problems, an,
                            default=lambda it: {"error": it["text"]})
     errors = problems.run(S("what_section", name=S("h_errors")), error_entries, rows, request["out_dir"], S, default=[])
@@ -326,7 +329,7 @@ def _context(request, S, problems, assets_dir) -> dict:
         "notes_md": notes_markdown(notes_md), "notes_html": problems.run(S("what_notes"), notes_html, notes_md, default="")
         if notes_md else "",
         "summary_assets": assets, "env": env, "sections": sections, "audits": audits, "check": check,
-        "versions": versions, "modes": modes, "high_api": high_api, "scaling": scaling,
+        "versions": versions, "modes": modes, "mixed": mixed, "high_api": high_api, "scaling": scaling,
         "code": code, "errors": errors, "reproduce": repro, "defects": defects, "timing": timing,
         "behaviour": behaviour, "mistakes": mistakes, "install": install, "multi_host": loaded["multi_host"], "hosts": loaded["hosts"],
         "name": request["name"], "generated": request["now"].isoformat(timespec="seconds"),

@@ -93,6 +93,8 @@ def check_table(rows, S):
             chk = w.result.check
             any_check = any_check or isinstance(chk, dict)
             c = check_cell(chk, S, w.check_failed)
+            if w.result.check_amp:  # a mixed run's second pass, under its AMP (#69)
+                c = dict(c, t=c["t"] + " · " + amp_text(w.result.check_amp, S))
             line.append(c)
             if c["v"] == "fail":
                 failed.append({"run": w.label, "workload": wl, "text": c["t"][2:]})
@@ -183,7 +185,38 @@ def check_tolerances(rows, S) -> list:
         items = [f"{S('chk_' + sec) if ('chk_' + sec) in S.raw else sec} "
                  + "/".join(f"{t:.0e}" for t in sorted(ts)) for sec, ts in tol.items()]
         out.append(S("check_tolerances", workload=name, items=S.join(items)))
+    return out + amp_bounds(rows, S)
+
+
+def amp_bounds(rows, S) -> list:
+    """One line per workload and format that a mixed run checked under its AMP: the bound
+    its result.json recorded and what it came from (nb/amp.py, docs/precision.md)."""
+    seen, out = set(), []
+    for w in sorted(rows, key=lambda w: _wl_order(w.workload)):
+        b = as_dict(as_dict(w.result.check_amp).get("bound"))
+        key = (w.workload, b.get("format"), b.get("batch"))
+        if not b or key in seen:
+            continue
+        seen.add(key)
+        name = S("wl_" + w.workload) if ("wl_" + w.workload) in S.raw else w.workload
+        out.append(S("check_amp_bound", workload=name, fmt=b.get("format"), forward=_sci(b.get("forward")),
+                     losses=_sci(b.get("losses")), grads=_sci(b.get("grads")), depth=b.get("depth"),
+                     k=fmt.integer(b.get("reduction")), batch=fmt.integer(b.get("batch")), u=_sci(b.get("unit_roundoff")),
+                     kappa=fmt.sig(b.get("kappa")), lam=fmt.sig(b.get("lam"))))
     return out
+
+
+def amp_text(chk_amp, S) -> str:
+    """A mixed run's second check, in a few words: ✓/✗ with its largest gradient error against the bound."""
+    c = as_dict(chk_amp)
+    if not c:
+        return ""
+    b = as_dict(c.get("bound"))
+    mark = "✓" if c.get("ok") is True else "✗" if c.get("ok") is False else "?"
+    g, t = fmt.num(c.get("max_grad_err")), fmt.num(b.get("grads"))
+    detail = f" grads {g:.1e} ≤ {t:.1e}" if g is not None and t is not None and c.get("ok") else ""
+    outside = "; ".join(str(x) for x in as_list(c.get("outside"))[:2])
+    return S("check_amp_cell", fmt=b.get("format") or "mixed", mark=mark, detail=detail or (f" {outside}" if outside else ""))
 
 
 def check_allowances(rows, S) -> list:

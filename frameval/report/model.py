@@ -16,6 +16,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .. import speed
+from ..catalog import MIXED
+from ..cpu import BF16_FLAGS
 from ..files import PLAN, RUNS, read_json
 from ..result.folder import Environment, Plan
 from ..result import COMPLETED, Result, counts
@@ -353,18 +355,36 @@ def size_of(r: Result) -> tuple:
     return (fmt.num(r.data.get("n_train")), fmt.num(r.params.get("batch_size")))
 
 
+def arithmetic(w) -> str:
+    """The format a run computed in: "float32" (precision default or highest), or a
+    mixed precision's ("bfloat16", "float16": nb/amp.py)."""
+    return MIXED.get(str(w.result.params.get("precision") or "default"), "float32")
+
+
+def emulated(w) -> bool:
+    """A bfloat16 run on a CPU whose record names no bfloat16 units: its framework
+    emulated the format in float32 arithmetic, so its speed says nothing of bfloat16 (#69)."""
+    if w.device != "cpu" or arithmetic(w) != "bfloat16":
+        return False
+    isa = ((w.result.environment.get("machine") or {}).get("isa"))
+    return isinstance(isa, list) and not any(f in isa for f in BF16_FLAGS)
+
+
 def rank_group(w) -> tuple:
-    """The runs ranked against each other: one device, one size."""
-    return (w.device, w.size or (None, None))
+    """The runs ranked against each other: one device, one size, one arithmetic
+    (a bfloat16 run is set against its float32 twin in "Mixed precision", never ranked
+    with float32 runs)."""
+    return (w.device, w.size or (None, None), arithmetic(w))
 
 
 def fastest_by_group(rows) -> dict:
-    """{(device, size): the row with the most samples/s}. Speed is ranked by
+    """{(device, size, arithmetic): the row with the most samples/s}. Speed is ranked by
     samples per second, never by seconds per epoch (runs may train different
-    sample counts); a run whose numerical check failed is not a reference."""
+    sample counts); a run whose numerical check failed is not a reference, nor is an
+    emulated bfloat16 run."""
     best = {}
     for w in rows:
-        if w.counted and w.samples_per_s is not None:
+        if w.counted and w.samples_per_s is not None and not emulated(w):
             k = rank_group(w)
             if k not in best or w.samples_per_s > best[k].samples_per_s:
                 best[k] = w

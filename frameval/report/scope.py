@@ -11,7 +11,7 @@ any figure what the figures do not speak for.
 from __future__ import annotations
 
 from .. import behaviour, layers, workloads
-from ..catalog import MODES
+from ..catalog import FRAMEWORK_RECORDS, MIXED, MODES
 
 
 def _profiles(plans) -> set:
@@ -35,7 +35,10 @@ def scope_items(rows, sources, plans, S) -> dict:
         leaves.append((S("scope_no_mode", modes=", ".join(sorted(set(MODES) - set(modes)))), "--mode both"))
     if "gpu" not in devices:
         leaves.append((S("scope_no_gpu"), "--device gpu"))
-    leaves.append((S("scope_no_mixed"), ""))  # no command yet: mixed precision is not built (its issue is open)
+    if not any(str(w.result.params.get("precision") or "default") in MIXED for w in rows):
+        leaves.append((S("scope_no_mixed"), "-p precision=default,bf16"))
+    if not any("fp16" in f.offered("precision", d) for f in FRAMEWORK_RECORDS for d in ("cpu", "gpu")):
+        leaves.append((S("scope_no_fp16"), ""))
     missing = [workloads.get(k).display for k in workloads.REGISTRY if k not in wls]
     if missing:
         leaves.append((S("scope_no_workloads", names=", ".join(missing)), "--workloads all"))
