@@ -46,6 +46,8 @@ class RunConfig:
     seeds: str = ""         # --seeds N or a comma list (plan.parse_seeds)
     threshold: float = 0.10
     timeout: float | None = None   # None: the profile's default (catalog.PROFILE_TIMEOUT_S)
+    max_rss: str | None = None     # --max-rss as given; max_rss_mb: what it means (memguard.py)
+    max_rss_mb: float | None = None
     force: str | None = None
     dry_run: bool = False
     setup_only: bool = False
@@ -160,6 +162,8 @@ class RunConfig:
             self.timeout = PROFILE_TIMEOUT_S.get(self.profile, PROFILE_TIMEOUT_S["quick"])
         elif not self.timeout > 0:  # nan too
             raise BadInput(f"--timeout {self.timeout:g}: must be positive")
+        from . import memguard
+        self.max_rss_mb = memguard.parse(self.max_rss) if self.max_rss else memguard.default_limit_mb()
         check_threshold(self.threshold)
         if self.probe_from:
             from . import probe

@@ -18,6 +18,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import select
 import signal
 import subprocess
@@ -29,7 +30,7 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import arithmetic, cpu, files, sources, workloads
+from . import arithmetic, cpu, files, memguard, sources, workloads
 from .result import load as load_result, store
 from . import notebook as nbfile
 from .envs import jupyter_env
@@ -130,12 +131,15 @@ class Cancel:
     def __init__(self):
         self.event = threading.Event()
         self.proc = None
+        self.signal = "SIGINT"  # the signal's name, recorded in the interrupted run
 
     def is_set(self) -> bool:
         return self.event.is_set()
 
-    def cancel(self) -> None:
+    def cancel(self, name: str = "SIGINT") -> None:
         """From the signal handler: stop starting runs, kill the one running."""
+        if not self.event.is_set():
+            self.signal = name
         self.event.set()
         proc = self.proc
         if proc is not None:  # reaped already, kill() still ends its kernel
@@ -197,10 +201,12 @@ class PapermillRun:
         rfd, wfd = os.pipe()
         sys.stdout.flush()
         sys.stderr.flush()
+        parent = os.getpid()
         pid = os.fork()
         if pid == 0:  # the child: never returns
             code = 1
             try:
+                die_with_parent(parent)  # a killed runner leaves no papermill behind (#72)
                 os.close(rfd)
                 code = _child(pm, wfd, input_path, output_path, params, kernel, cwd, log_path, start_timeout, env)
             finally:
@@ -266,6 +272,35 @@ class PapermillRun:
                 pass
 
 
+KERNEL_SIGNAL = "frameval: the kernel ended by signal"  # the papermill child's line in its log
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _prctl():
+    """libc's prctl, looked up before any fork (a child of a threaded process must not import), or None."""
+    try:
+        import ctypes
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+PRCTL = _prctl() if sys.platform.startswith("linux") else None
+
+
+def die_with_parent(parent: int) -> None:
+    """In a child just started: SIGKILL it when its parent dies (Linux's parent-death signal),
+    so that a runner killed by SIGKILL or the OOM killer leaves no papermill child and no kernel
+    training on alone beside the next command's runs (#72). A parent already gone by now: exit.
+    Elsewhere (no prctl) the kernel's own parent poll (ipykernel's JPY_PARENT_PID) stays the
+    only guard."""
+    if PRCTL is None:
+        return
+    PRCTL(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    if os.getppid() != parent:  # it died between the fork and the prctl
+        os._exit(1)
+
+
 def _child(pm, wfd, input_path, output_path, params, kernel, cwd, log_path, start_timeout, env) -> int:
     os.setsid()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -284,10 +319,13 @@ def _child(pm, wfd, input_path, output_path, params, kernel, cwd, log_path, star
     logging.getLogger("papermill").addHandler(handler)
     logging.getLogger("papermill").setLevel(logging.WARNING)
     lp = _pm["local_provisioner"]
-    launch = lp.launch_kernel
+    launch, kernels = lp.launch_kernel, []
 
     def report_kernel(*a, **k):  # the kernel's own session: tell the runner its pid
+        me = os.getpid()
+        k["preexec_fn"] = lambda: die_with_parent(me)  # nor a kernel: it dies with this child (#72)
         proc = launch(*a, **k)
+        kernels.append(proc)
         try:
             os.write(wfd, f"{proc.pid}\n".encode())
         except OSError:
@@ -304,6 +342,10 @@ def _child(pm, wfd, input_path, output_path, params, kernel, cwd, log_path, star
         return 0
     except BaseException:  # noqa: BLE001 - what papermill's CLI prints, for notebook_error
         traceback.print_exc()
+        for proc in kernels:  # a kernel that died by a signal says which, never a bare "dead kernel" (#72)
+            code = proc.poll()
+            if code is not None and code < 0:
+                print(f"{KERNEL_SIGNAL} {signal.Signals(-code).name}", file=sys.stderr)
         return 1
     finally:
         sys.stdout.flush()
@@ -353,7 +395,7 @@ def start_papermill(input_path, output_path, params: dict, kernel: str, cwd, log
 
 def execute(run: Run, d: Path, kernel: str, parts: dict, timeout: float | None = None,
             start_timeout: int = 120, env_fields: dict | None = None, extra: dict | None = None,
-            cancel: Cancel | None = None) -> Outcome:
+            cancel: Cancel | None = None, max_rss_mb: float | None = None) -> Outcome:
     """Run the notebook into `d` (output.ipynb, result.json). Never raises for a
     notebook failure: the results store records it. `env_fields` are added to
     result["environment"] (where the environment came from), `extra` to the
@@ -368,38 +410,57 @@ def execute(run: Run, d: Path, kernel: str, parts: dict, timeout: float | None =
     load_papermill()  # once per invocation, outside the run's clock
     t0, started = time.perf_counter(), time.time()
     proc = start_papermill(run.notebook, d / files.OUTPUT_NB, params, kernel, d, d / files.PAPERMILL_LOG, start_timeout)
-    error = _wait(proc, timeout, d, cancel)
+    watch = memguard.Watch(max_rss_mb)
+    error = _wait(proc, timeout, d, cancel, watch)
     secs = time.perf_counter() - t0
     res = store.finished_record(d) if error is None and proc.returncode == 0 else None
     if res is None and error is None:
         error = notebook_error(d / files.OUTPUT_NB, d / files.PAPERMILL_LOG, proc.returncode)
+        if error[0] == "KernelKilled" and watch.last_mb is not None:  # the OOM killer's SIGKILL, typically
+            error = (error[0], f"{error[1]}; its last resident size (with the runner's papermill child) was "
+                               f"{watch.last_mb:,.0f} MB, its peak {watch.peak_mb:,.0f} MB", error[2])
     runner_fields = dict(extra or {}, cache_parts=parts, cache_key=cache_key(parts), wall_s=round(secs, 2),
-                         executed=time.strftime("%Y-%m-%dT%H:%M:%S"),
+                         executed=time.strftime("%Y-%m-%dT%H:%M:%S"), memory_guard=watch.record(),
                          runner_clock={"start": started, "end": started + secs})  # frameval/phases.py
     res = store.complete(d, run, res, error, runner_fields, env_fields)
     if error is None:
         return Outcome(res["status"], secs, "" if res["status"] == "ok" else res.get("error", {}).get("message", ""))
     if error[0] == "Interrupted":
         raise Interrupted()
-    return Outcome("failed", secs, f"{error[0]}: {error[1]}")
+    return Outcome(res.get("status") or "failed", secs, f"{error[0]}: {error[1]}")
 
 
-def _wait(proc, timeout, d: Path, cancel: Cancel) -> tuple | None:
-    """Wait for the run; (type, message, log tail) if it was killed (time limit, Ctrl-C), else None.
-    A run that ended by itself with its record written before Ctrl-C killed it
-    finished: its result stands (the executor stops before the next run)."""
+def _wait(proc, timeout, d: Path, cancel: Cancel, watch: memguard.Watch | None = None) -> tuple | None:
+    """Wait for the run; (type, message, log tail) if it was killed (time limit, Ctrl-C, the
+    memory guard), else None. A run that ended by itself with its record written before
+    Ctrl-C killed it finished: its result stands (the executor stops before the next run)."""
     error = None
+    watch = watch or memguard.Watch(None)
+    deadline = None if timeout is None else time.monotonic() + timeout
     with cancel.running(proc):
-        try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-            error = "Timeout", f"run exceeded --timeout {timeout:g} s and was killed"
+        while True:
+            left = None if deadline is None else deadline - time.monotonic()
+            try:
+                proc.wait(timeout=memguard.SAMPLE_S if left is None else max(0.0, min(memguard.SAMPLE_S, left)))
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            if left is not None and left <= memguard.SAMPLE_S:
+                proc.kill()
+                proc.wait()
+                error = "Timeout", f"run exceeded --timeout {timeout:g} s and was killed"
+                break
+            if watch.sample(proc.pid):
+                proc.kill()
+                proc.wait()
+                error = "MemoryLimit", (f"the run's resident memory (its kernel and their children) reached "
+                                        f"{watch.last_mb:,.0f} MB, above the limit of {watch.limit_mb:,.0f} MB "
+                                        "(--max-rss); it was stopped, the other runs go on")
+                break
     finished = error is None and proc.returncode == 0 and store.finished_record(d) is not None
     if cancel.is_set() and not finished:
         proc.kill()  # the kernel's group too, if the child was gone first
-        error = "Interrupted", "the runner was interrupted (SIGINT/SIGTERM) during this run"
+        error = "Interrupted", f"the runner was interrupted ({cancel.signal}) during this run"
     return None if error is None else (*error, files.tail(d / files.PAPERMILL_LOG))
 
 
@@ -417,6 +478,10 @@ def notebook_error(output_nb: Path, log: Path, returncode) -> tuple:
     except (OSError, ValueError):
         pass
     text = files.tail(log, 40)
+    killed = re.search(re.escape(KERNEL_SIGNAL) + r" (SIG[A-Z0-9]+)", text)
+    if killed:
+        return "KernelKilled", f"the kernel was killed by {killed.group(1)}" + (
+            " (the OOM killer's signal, or kill -9)" if killed.group(1) == "SIGKILL" else ""), text
     for marker, kind in (("DeadKernelError", "DeadKernelError"), ("Kernel died", "DeadKernelError"),
                          ("RuntimeError: Kernel didn't respond", "KernelStartTimeout"),
                          ("No such kernel", "NoSuchKernel")):

@@ -3,8 +3,8 @@ runs -> result.json -> collector -> report. Runs inside the runner env.
 
 Faults never lose results: an environment that fails to build marks its
 framework's runs failed; a notebook failure is recorded and the matrix goes
-on; SIGINT/SIGTERM kill the current run, record it, and still write the report
-(the next invocation reuses every finished run).
+on; SIGINT, SIGTERM and SIGHUP kill the current run, record it, and still write
+the report (the next invocation reuses every finished run).
 """
 from __future__ import annotations
 
@@ -51,8 +51,35 @@ def out_lock(out: Path):
             print(f"frameval: error: another frameval run is using {out} "
                   f"(lock {path}, held by pid {pid}); wait for it or use another --out", file=sys.stderr)
             sys.exit(EXIT_BUSY)
-        files.atomic_write(pid_file, str(os.getpid()))
+        _unfinished(out, pid_file)
+        files.atomic_write(pid_file, f"{os.getpid()} {time.strftime('%Y-%m-%dT%H:%M:%S%z')}")
         yield
+        pid_file.unlink(missing_ok=True)  # ended, report written or refused: the next command starts clean
+
+
+def _unfinished(out: Path, pid_file: Path) -> None:
+    """The pid file outlives its command only where that command was killed (SIGKILL, the OOM
+    killer, a power cut) before its end (#72): say so; its unfinished runs run again."""
+    try:
+        pid, _, started = pid_file.read_text().strip().partition(" ")
+    except OSError:
+        return
+    print(f"frameval: the last command in {out} (pid {pid}{', started ' + started if started else ''}) ended "
+          "without its report; every run it finished is reused, the one it was running runs again", flush=True)
+
+
+def _detach_from_terminal() -> None:
+    """After a hang-up the terminal is gone: writing to it fails (EIO) or stops the process
+    (SIGTTOU). Output that went to a terminal goes to /dev/null from here; output to a file
+    or a pipe (nohup, tmux's log, CI) is kept."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    for fd in (1, 2):
+        try:
+            if os.isatty(fd):
+                os.dup2(null, fd)
+        except OSError:
+            pass
+    os.close(null)
 
 
 class Pipeline:
@@ -67,7 +94,10 @@ class Pipeline:
         self.clock = phases.CommandClock()  # where the command's own time goes (<out>/timing.json)
 
     def say(self, msg: str):
-        print(msg, flush=True)
+        try:
+            print(msg, flush=True)
+        except OSError:  # the terminal is gone (a hang-up): the run and its report go on without it
+            pass
 
     # --------------------------------------------------------------- entry
     def run(self) -> int:
@@ -106,6 +136,8 @@ class Pipeline:
             self.clock.write(self.out, files.atomic_write_json)
             self.say(self.clock.last_line(self.executed_results()))
         if self.cancel.is_set():
+            self.say(f"frameval: stopped by {self.cancel.signal}; the same command goes on from here, reusing "
+                     f"every finished run: python3 run_all.py {' '.join(_quote(x) for x in self.argv)}")
             return EXIT_INTERRUPTED
         return EXIT_FAILED if failed or code else 0
 
@@ -113,16 +145,24 @@ class Pipeline:
         """What the executor is handed: no more than it needs."""
         cfg = self.config
         return ExecContext(out=self.out, total=len(self.runs), timeout=cfg.timeout, device=cfg.device, say=self.say,
+                           max_rss_mb=cfg.max_rss_mb,
                            cancel=self.cancel,
                            options=cfg.slurm if cfg.executor == "slurm" else None)
 
     def _install_signals(self):
+        """Ctrl-C, SIGTERM and a hang-up (a closed terminal, a dropped SSH session: #72) end alike:
+        the current run is stopped and recorded as interrupted, the report is written with what
+        finished, and the same command goes on from there."""
         def handler(signum, frame):
-            self.cancel.cancel()  # first: nothing below may delay the kill
+            self.cancel.cancel(signal.Signals(signum).name)  # first: nothing below may delay the kill
+            if signum == signal.SIGHUP:
+                _detach_from_terminal()
             self.say(f"\nframeval: {signal.Signals(signum).name} received: stopping the current run, "
                      "then writing the report with what has finished")
-        signal.signal(signal.SIGINT, handler)
-        signal.signal(signal.SIGTERM, handler)
+        for sig in (signal.SIGINT, signal.SIGTERM) + ((signal.SIGHUP,) if hasattr(signal, "SIGHUP") else ()):
+            if sig != signal.SIGINT and signal.getsignal(sig) == signal.SIG_IGN:
+                continue  # nohup ignores the hang-up on purpose: so does the run
+            signal.signal(sig, handler)
 
     # --------------------------------------------------------------- steps
     def write_plan(self):

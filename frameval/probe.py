@@ -191,6 +191,9 @@ def record(out, say=print, env_by_fw: dict | None = None, counts=None, **sizes) 
     say(f"frameval: this machine's peak: {_fmt(m['peak_gflops_1'], 'GFLOP/s')} on 1 thread, "
         f"{_fmt(m['peak_gflops_all'], 'GFLOP/s')} on {m['threads_all']} ({m['peak_library_all']}), "
         f"copy {_fmt(m['bandwidth_gbs'], 'GB/s')} (the probe took {m['seconds']:.1f} s; load {m['load_before']})"
+        + (f"; bfloat16 {_fmt(m['bf16_peak_gflops_all'], 'GFLOP/s')} on {m['threads_all']} "
+           f"({m['bf16_peak_library_all']}, units: {', '.join(m['bf16_units']) or 'none: emulated'})"
+           if m.get("bf16_peak_gflops_all") else "")
         + (f"; NOT IDLE, no share or diagnosis will be built on: {m['busy']}" if m["busy"] else "")
         + (f"; measured without the caps set here ({caps}), which the runs keep" if caps else ""))
     return m

@@ -95,6 +95,7 @@ def plan(config) -> dict:
             for r in config.runs]
     return {"profile": config.profile, "device": config.device, "repeats": config.repeats,
             "overrides": list(config.param), "executor": config.executor, "timeout": config.timeout,
+            "max_rss_mb": config.max_rss_mb,
             "env_backend": config.env_backend, "runs": runs}
 
 

@@ -65,6 +65,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=None, metavar="S",
                    help="kill a run after S seconds and record it as failed "
                         "(default 1800 in the quick profile, none in the full one)")
+    p.add_argument("--max-rss", default=None, metavar="SIZE",
+                   help="stop a run whose resident memory (its kernel and their children) passes SIZE and record "
+                        "it, then go on: 12G, 12000M, 12000 (MB) or 60%% of the machine's memory (default 80%%)")
     p.add_argument("--force", nargs="?", const="all", default=None, metavar="RUNS",
                    help="execute even if a cached result matches: all, or e.g. torch/lenet,mxnet")
     p.add_argument("--dry-run", action="store_true",

@@ -31,3 +31,4 @@ class ExecContext:
     say: Callable[[str], None]      # one progress line
     cancel: object                  # execute.Cancel: SIGINT/SIGTERM received (stop starting runs), kills the run
     options: object = None          # the executor's own options (SlurmConfig for slurm)
+    max_rss_mb: float | None = None  # the memory guard's limit per run (memguard.py; the local executor's)

@@ -6,6 +6,7 @@ import statistics
 import time
 
 from .. import execute
+from ..result import NOT_OFFERED
 
 
 def clock(s: float) -> str:
@@ -30,6 +31,7 @@ class Executor:
             ctx.say(f"{job.label}: running ({job.why}) ...")
             try:
                 outcome = execute.execute(job.run, job.dir, job.kernel, job.parts, timeout=ctx.timeout,
+                                          max_rss_mb=ctx.max_rss_mb,
                                           env_fields=job.env_fields, cancel=ctx.cancel)
             except execute.Interrupted:
                 ctx.say(f"{job.label}: interrupted")
@@ -37,9 +39,10 @@ class Executor:
                 break
             done_s.append(outcome.seconds)
             eta = statistics.mean(done_s) * (len(jobs) - k)
-            status = "ok" if outcome.status == "ok" else f"FAILED ({outcome.error[:160]})"
+            status = {"ok": "ok", NOT_OFFERED: f"not offered ({outcome.error[:160]})"}.get(
+                outcome.status, f"FAILED ({outcome.error[:160]})")
             ctx.say(f"{job.label}: {status} in {outcome.seconds:.1f} s  "
                     f"(elapsed {clock(time.perf_counter() - t_start)}, ETA {clock(eta)})")
-            failed |= outcome.status != "ok"
+            failed |= outcome.status not in ("ok", NOT_OFFERED)  # declined by its framework: a result (#69)
         ctx.say(f"frameval: {len(done_s)} run(s) executed, {ctx.total - len(done_s)} reused or skipped")
         return failed

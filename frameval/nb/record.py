@@ -305,7 +305,7 @@ class _EpochTimer:
 
 
 def _inject_fault(rec):
-    """Test hook for the fault tests: FRAMEVAL_INJECT_FAULT="<framework>/<workload>[@key=value]:raise|abort|sleep"
+    """Test hook for the fault tests: FRAMEVAL_INJECT_FAULT="<framework>/<workload>[@key=value]:raise|abort|sleep|grow[=MB]|kill"
     fails the run after its first epoch, the way a real crash would (@key=value: only the
     run whose parameter has that value, one value of a sweep)."""
     spec = os.environ.get("FRAMEVAL_INJECT_FAULT", "")
@@ -321,6 +321,14 @@ def _inject_fault(rec):
         os.abort()
     if kind == "sleep":
         time.sleep(3600)
+    if kind.startswith("grow"):  # "grow" or "grow=MB": resident memory that keeps growing (#72's memory guard)
+        step = int(kind.partition("=")[2] or 64)
+        held = []
+        while True:
+            held.append(np.ones(step << 18, np.float32))  # step MB, touched
+            time.sleep(0.05)
+    if kind == "kill":  # the OOM killer's way: SIGKILL, here, from outside the Python code
+        os.kill(os.getpid(), 9)
 
 
 class Recorder:

@@ -24,7 +24,7 @@ import shutil
 from pathlib import Path
 
 from ..files import OUTPUT_NB, PARTIAL, RESULT, RUNS, SEED_DIR, WORK, read_json, run_dir
-from . import failure_result, load, save
+from . import NOT_OFFERED, failure_result, load, save
 
 
 def is_repeat_dir(d) -> bool:
@@ -176,7 +176,7 @@ def any_failed(out: Path, runs) -> bool:
     """Any planned run whose result is missing or not ok (other runs in the folder do not count)."""
     for run in runs:
         p = planned_dir(out, run) / RESULT
-        if not p.exists() or load(p).get("status") != "ok":
+        if not p.exists() or load(p).get("status") not in ("ok", NOT_OFFERED):  # declined: a result (#69)
             return True
     return False
 
