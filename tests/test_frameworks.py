@@ -178,6 +178,13 @@ TOY = {
             raise NotOffered("the toy has no optimizer")
 
 
+        def autocast(rec, precision):
+            from frameval.nb.amp import Amp
+            if precision in ("bf16", "fp16"):
+                raise NotOffered("the toy computes in float32 only")
+            return rec.set_amp(Amp(precision))
+
+
         def toy_fix():
             return None
         ''',
@@ -327,26 +334,29 @@ def test_a_toy_framework_reaches_the_options_and_the_plan(tmp_path):
 # ------------------------------------------------------------------ what a framework offers (#68)
 @pytest.mark.fast
 def test_a_new_precision_is_offered_by_no_framework_until_its_folder_declares_it(monkeypatch):
-    """Adding bf16 to the catalog alone makes every run of it bad input, before
-    anything runs, naming the framework and where it declares; a record that
-    declares it (here torch's, patched) is accepted, the others still refused."""
+    """fp16 is in the catalog, and the GPU takes it, but no framework's folder declares it
+    yet: every run of it is bad input before anything runs, naming the framework and where it
+    declares; a record that declares it (here torch's, patched) is accepted, the others still
+    refused, and a notebook opened by hand stops at its parameters with the same line."""
     from dataclasses import replace
     from frameval import catalog, plan
     from frameval.nb import params as nbparams
-    monkeypatch.setattr(plan, "ALLOWED", dict(plan.ALLOWED, precision=catalog.PRECISIONS + ("bf16",)))
-    with pytest.raises(plan.PlanError, match=r"precision=bf16: PyTorch does not offer it on the CPU \(it declares "
-                                             r"default, highest: frameval/frameworks/torch/__init__.py"):
-        plan.build_plan("torch", "lenet", "graph", "cpu", "quick", ["precision=bf16"])
+    with pytest.raises(plan.PlanError, match=r"precision=fp16: PyTorch does not offer it on the GPU \(it declares "
+                                             r"default, highest, bf16: frameval/frameworks/torch/__init__.py"):
+        plan.build_plan("torch", "lenet", "graph", "gpu", "quick", ["precision=fp16"])
     torch = catalog.BY_KEY["torch"]
-    offers = {"precision": {"cpu": ("default", "highest", "bf16")}, "mode": torch.offers["mode"]}
+    offers = {"precision": dict(torch.offers["precision"], gpu=("default", "highest", "bf16", "fp16")),
+              "mode": torch.offers["mode"]}
     monkeypatch.setitem(catalog.BY_KEY, "torch", replace(torch, offers=offers))
-    runs = plan.build_plan("torch", "lenet", "graph", "cpu", "quick", ["precision=bf16"])
-    assert [r.params["precision"] for r in runs] == ["bf16"]
-    with pytest.raises(plan.PlanError, match="precision=bf16: TensorFlow does not offer it on the CPU"):
-        plan.build_plan("torch,tensorflow", "lenet", "graph", "cpu", "quick", ["precision=bf16"])
-    # a notebook opened by hand stops at its parameters with the same line
-    with pytest.raises(ValueError, match="precision=bf16: TensorFlow does not offer it on the CPU"):
-        nbparams.check_api("tensorflow", {"precision": "bf16", "device": "cpu", "mode": "graph"})
+    runs = plan.build_plan("torch", "lenet", "graph", "gpu", "quick", ["precision=fp16"])
+    assert [r.params["precision"] for r in runs] == ["fp16"]
+    with pytest.raises(plan.PlanError, match="precision=fp16: TensorFlow does not offer it on the GPU"):
+        plan.build_plan("torch,tensorflow", "lenet", "graph", "gpu", "quick", ["precision=fp16"])
+    with pytest.raises(ValueError, match="precision=fp16: TensorFlow does not offer it on the GPU"):
+        nbparams.check_api("tensorflow", {"precision": "fp16", "device": "gpu", "mode": "graph"})
+    # and the CPU takes no float16 in any framework, declared or not
+    with pytest.raises(plan.PlanError, match="precision=fp16: the CPU does not take it"):
+        plan.build_plan("torch", "lenet", "graph", "cpu", "quick", ["precision=fp16"])
 
 
 @pytest.mark.fast

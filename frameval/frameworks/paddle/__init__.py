@@ -3,8 +3,9 @@ from ..record import Framework
 
 FRAMEWORK = Framework(
     "paddle", "PaddlePaddle", order=3, aliases=("paddlepaddle",), packages=("paddlepaddle", "paddlepaddle-gpu"),
-    # float32 as the framework computes by default, or strictly (nb/precision.py); both modes (#68)
-    offers={"precision": {"cpu": ("default", "highest"), "gpu": ("default", "highest")},
+    # float32 as the framework computes by default, or strictly (nb/precision.py); both modes (#68);
+    # bf16 (#69): paddle.amp.auto_cast in graph mode only (eager on the CPU: not_offered, support.autocast)
+    offers={"precision": {"cpu": ("default", "highest", "bf16"), "gpu": ("default", "highest")},
             "mode": {"cpu": ("graph", "eager"), "gpu": ("graph", "eager")}},
     notes="paddle.md", high_api="paddle.Model.fit", colour="#2932e1",
     # GLOG_v is verbosity to Paddle (4 = very loud), the opposite of MindSpore's

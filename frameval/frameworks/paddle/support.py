@@ -11,6 +11,8 @@ home directory at import, so the setup cell calls `setup` first (docs/frameworks
 - `setup`: `prepare_env`, `import paddle` inside `drop_omp_warning`, `set_threads`, the seed,
   the device (a GPU that is not there raises), `rec.after_import` with `gpu_hooks`; -> the device name.
 - `placement`, `read_adam`, `reset_adam`, `record_scope`: the contract's, as Paddle does them.
+- `autocast`: -p precision=bf16 as `paddle.amp.auto_cast(dtype="bfloat16", level="O1")` inside the converted
+  forward (#69); eager on the CPU, the DCGAN, the GPT and paddle.Model raise NotOffered with Paddle's own words.
 - `compile_step`, `compile_eval`: the step and the evaluation run as they are; graph mode converts
   the model's forward in the notebook (`paddle.jit.to_static`): the whole step does not convert
   (WHOLE_STEP_ERROR).
@@ -109,6 +111,204 @@ def setup(rec, mode, device, seed):
     rec.after_import(paddle.__version__, **gpu_hooks(gpu))
     print(f"paddle {paddle.__version__} on {paddle.get_device()}, {rec.threads} threads, mode={mode}")
     return paddle.get_device()
+
+
+AMP_LEVEL = "O1"  # weights and Adam in float32, no paddle.amp.decorate; Paddle's own lists decide the rest
+
+
+def _amp_lists():
+    """Paddle's own O1 lists for bfloat16 (paddle/amp/amp_lists.py): the white list runs in bfloat16,
+    the black list in float32, any other op in its inputs' type (a float32 input promotes it)."""
+    from paddle.amp import amp_lists
+
+    return sorted(amp_lists.white_list()["bfloat16"][AMP_LEVEL]), sorted(amp_lists.black_list()["bfloat16"][AMP_LEVEL])
+
+
+def _amp_probe(mode):
+    """One matmul under paddle.amp.auto_cast(dtype='bfloat16', level='O1'), in the run's mode: graph mode
+    inside a paddle.jit.to_static function (the notebooks' converted forward), eager in the dynamic graph.
+    Its operands are 1 + 2^-10, which bfloat16 rounds to 1: a product computed in bfloat16 sums to exactly
+    4.0, one in float32 to 4.0078. -> (the product's dtype, its value, the warnings Paddle printed).
+    The converted function returns float32: a converted program whose output is bfloat16 fails on the
+    CPU ("dst_tensor `output_0` shall be defined", or a segmentation fault in run_program); the notebooks'
+    forwards end in a float32 op (a bias add, tanh after a transposed convolution)."""
+    import warnings
+
+    import paddle
+
+    seen = []
+
+    def mm(x):
+        with paddle.amp.auto_cast(enable=True, dtype="bfloat16", level=AMP_LEVEL):
+            y = paddle.matmul(x, x)
+        seen.append(str(y.dtype).replace("paddle.", ""))  # at trace time in graph mode: the program's type
+        return y.astype("float32")
+
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        fn = paddle.jit.to_static(mm, full_graph=True, backend=None) if mode == "graph" else mm
+        out = fn(paddle.full([4, 4], 1 + 2 ** -10, dtype="float32"))
+    return seen[-1], float(out[0, 0]), [f"{w.category.__name__}: {w.message}" for w in said if "amp" in str(w.message).lower()]
+
+
+# what the workload needs under the AMP, as the NotOffered reason says it where Paddle fails it
+NEEDS = {
+    "batch_norm": ("the workload's BatchNorm after a bfloat16 product fails: {failed} (its CPU kernel takes float32/"
+                   "float64 and the AMP does not cast its input back; custom_black_list=['batch_norm', 'batch_norm_'] "
+                   "was tried and changes nothing; defects/paddle/amp-bf16-cpu-batch-norm.py)"),
+    "sdpa_causal": ("the workload's F.scaled_dot_product_attention(is_causal=True) on bfloat16 q, k, v (from "
+                    "white-list products) fails: {failed} (on the CPU it is the math backend, whose causal mask "
+                    "calls triu on the bfloat16 scores, and triu's CPU kernel has no bfloat16; "
+                    "defects/paddle/amp-bf16-cpu-sdpa-triu.py)"),
+    "bfloat16_output": ("the workload's forward ends in a white-list product (the logits: matmul with the tied "
+                        "embedding), so the converted program's output is bfloat16, and such a program fails on the "
+                        "CPU: {failed} (run_program's CreateOutputTensorsFromValue; tried in a child process, as it "
+                        "takes the kernel down; defects/paddle/amp-bf16-cpu-program-output.py)"),
+}
+
+
+def _layer_probe(layer):
+    """A layer the workload needs, behind a white-list product (a bias-free Linear, as the DCGAN generator's
+    fc; a matmul, as the GPT's qkv), in a converted function under the AMP: None where it runs, else
+    Paddle's error (type and last line). These fail while tracing, in this process; "bfloat16_output"
+    crashes the process, so it runs in a child (_output_probe)."""
+    if layer == "bfloat16_output":
+        return _output_probe()
+    import paddle
+
+    def attention(x):  # (batch, length, heads, head width), as the GPT's blocks call it
+        q = paddle.matmul(x, w).reshape([0, 0, 2, 2])
+        return paddle.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True)
+
+    w = paddle.ones([4, 4], dtype="float32")
+    net = {"batch_norm": lambda: paddle.nn.Sequential(paddle.nn.Linear(4, 8, bias_attr=False),
+                                                     paddle.nn.Unflatten(1, [2, 2, 2]), paddle.nn.BatchNorm2D(2)),
+           "sdpa_causal": lambda: attention}[layer]()
+    shape = {"batch_norm": [2, 4], "sdpa_causal": [1, 3, 4]}[layer]
+
+    def fwd(x):
+        with paddle.amp.auto_cast(enable=True, dtype="bfloat16", level=AMP_LEVEL):
+            return net(x).astype("float32")  # a converted program's bfloat16 output fails on the CPU (_amp_probe)
+
+    try:
+        paddle.jit.to_static(fwd, full_graph=True, backend=None)(paddle.ones(shape, dtype="float32"))
+        return None
+    except Exception as e:
+        lines = [l.strip() for l in str(e).strip().splitlines() if l.strip()]
+        last = lines[-1] if lines else ""
+        return last if last.startswith(type(e).__name__) else f"{type(e).__name__}: {last}"
+
+
+OUTPUT_PROBE = """
+import paddle
+class M(paddle.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.w = paddle.nn.Embedding(10, 8)
+    def forward(self, idx):
+        with paddle.amp.auto_cast(enable=True, dtype="bfloat16", level="O1"):
+            return paddle.matmul(self.w(idx), self.w.weight, transpose_y=True)
+y = paddle.jit.to_static(M(), full_graph=True, backend=None)(paddle.to_tensor([[1, 2, 3]]))
+print("ran", y.dtype)
+"""
+
+
+def _output_probe():
+    """A converted forward whose output is a white-list product (bfloat16: the GPT's logits, matmul with the
+    tied embedding), in a child process: on the CPU the program dies in run_program (a segmentation fault,
+    which would take the notebook's kernel with it). None where the child runs it, else what it said."""
+    import signal
+    import subprocess
+    import tempfile
+
+    env = dict(os.environ, GLOG_v="0", GLOG_minloglevel="2")
+    with tempfile.TemporaryDirectory() as tmp:  # a file: to_static's AST translator reads the forward's source
+        script = os.path.join(tmp, "amp_output_probe.py")
+        with open(script, "w", encoding="utf-8") as f:
+            f.write(OUTPUT_PROBE)
+        try:
+            r = subprocess.run([sys.executable, script], capture_output=True, text=True, timeout=300, env=env, cwd=tmp)
+        except subprocess.TimeoutExpired:
+            return "the child process did not finish in 300 s"
+    if r.returncode == 0 and "ran paddle.bfloat16" in r.stdout:
+        return None
+    said = [l.strip() for l in (r.stderr + r.stdout).splitlines() if l.strip() and ("Error" in l or "Signal" in l)]
+    died = (f"killed by {signal.Signals(-r.returncode).name}" if r.returncode < 0 else f"exit status {r.returncode}")
+    return f"the child process: {died}" + (": " + " | ".join(said[-2:]) if said else "")
+
+
+def autocast(rec, precision, mode="graph", api="basic", needs=()):
+    """-p precision=bf16: `paddle.amp.auto_cast(dtype="bfloat16", level="O1")` around the model's forward,
+    inside the converted forward (graph mode), weights and Adam in float32. O1, not O2: O2 would also
+    need `paddle.amp.decorate` of the model and the optimizer (bfloat16 weights with float32 master
+    copies); O1 keeps the weights, the check's weight handling and Adam as they are, and is the level
+    that matches torch.autocast. Paddle's O1 lists decide what stays float32 (its black list: softmax,
+    cross-entropy, the losses, layer_norm, group_norm, the reductions, ...); ops on neither list run in
+    their inputs' type. The losses run in the dynamic graph, outside the converted forward, on its float32
+    output: the cross-entropy, the MSE and the BCE are on Paddle's black list, so O1 would keep them in
+    float32 there too.
+
+    The notebook's forward takes the switch as an argument, `net(x, amp.on)`, and opens
+    `with amp.scope(on):` (a nullcontext while off, so a float32 program is the one it always was):
+    to_static keys its program cache on a Python argument's value, so the float32 check pass and
+    training each build their own static program, and training's is the one the AMP check ran.
+
+    Where it is not offered (NotOffered, with what Paddle said): the dynamic graph on the CPU (Paddle 3.3.1's
+    auto_cast warns "amp_guard can only be enabled on CUDAPlace, XPUPlace, and CustomPlace ... so it makes
+    no effect" and computes in float32; defects/paddle/amp-bf16-cpu-dygraph.py), and paddle.Model (its
+    prepare(amp_configs) takes no dtype: its auto_cast is float16 only). Both are tried here, not assumed:
+    a matmul under the AMP in the run's mode must come back in bfloat16. `needs`: the workload's layers
+    to try under it first (NEEDS): "batch_norm", the DCGAN's (Paddle 3.3.1's converted AMP hands BatchNorm a
+    bfloat16 input that its CPU kernel refuses, defects/paddle/amp-bf16-cpu-batch-norm.py); "bfloat16_output",
+    the GPT's (its logits are a matmul, so its converted program returns bfloat16, which dies on the CPU,
+    defects/paddle/amp-bf16-cpu-program-output.py), and "sdpa_causal", the GPT's too (the CPU attention's
+    causal mask calls triu on bfloat16 scores, which has no CPU kernel, defects/paddle/amp-bf16-cpu-sdpa-triu.py)."""
+    from frameval.frameworks.contract import NotOffered
+    from frameval.nb.amp import Amp
+
+    if precision not in ("bf16",):
+        if Amp(precision).precision:  # a mixed format this port does not set (fp16): never float32 under its name
+            raise NotOffered(f"precision={precision}: frameval's Paddle port sets bfloat16 only (paddle.amp.auto_cast "
+                             "dtype='bfloat16'); frameworks/paddle/__init__.py does not declare it")
+        amp = Amp(precision)
+        amp.scope = lambda on=False: contextlib.nullcontext()
+        return rec.set_amp(amp)
+    import paddle
+
+    if api == "high":
+        try:
+            paddle.Model(paddle.nn.Linear(2, 2)).prepare(amp_configs={"level": AMP_LEVEL, "dtype": "bfloat16"})
+            said = "prepare accepted it, but Model.train_batch calls paddle.amp.auto_cast without a dtype (float16)"
+        except Exception as e:  # the framework's own words
+            said = f"{type(e).__name__}: {e}"
+        raise NotOffered(f"precision=bf16 with api='high': paddle.Model.prepare(amp_configs={{'level': '{AMP_LEVEL}', "
+                         f"'dtype': 'bfloat16'}}) in Paddle {paddle.__version__}: {said} (paddle/hapi/model.py: "
+                         "train_batch's auto_cast takes no dtype, float16 only); the loop written out (api='basic') "
+                         "runs bfloat16 in graph mode")
+    dtype, value, said = _amp_probe(mode)
+    if dtype != "bfloat16" or value != 4.0:
+        where = ("inside paddle.jit.to_static" if mode == "graph" else "in the dynamic graph (mode='eager')")
+        raise NotOffered(f"paddle.amp.auto_cast(dtype='bfloat16', level='{AMP_LEVEL}') {where} on {paddle.get_device()}, "
+                         f"Paddle {paddle.__version__}: paddle.matmul under it gave {dtype} ({value:.6g} from operands 1 + 2^-10: 4 in bfloat16, "
+                         f"4.0078 in float32); Paddle said: "
+                         + ("; ".join(said) or "nothing") + (" (paddle/amp/auto_cast.py: the dynamic graph's AMP is enabled on "
+                         "CUDAPlace, XPUPlace and CustomPlace only; mode='graph' converts the forward, where it computes "
+                         "in bfloat16; defects/paddle/amp-bf16-cpu-dygraph.py)" if mode != "graph" else ""))
+    failed = {layer: _layer_probe(layer) for layer in needs}  # each tried: the reason names every one that fails
+    failed = {layer: why for layer, why in failed.items() if why}
+    if failed:
+        raise NotOffered(f"paddle.amp.auto_cast(dtype='bfloat16', level='{AMP_LEVEL}') inside paddle.jit.to_static on "
+                         f"{paddle.get_device()}, Paddle {paddle.__version__}: "
+                         + "; and ".join(NEEDS[layer].format(failed=why) for layer, why in failed.items()))
+    white, black = _amp_lists()
+    amp = Amp(precision, f"paddle.amp.auto_cast(dtype='bfloat16', level='{AMP_LEVEL}') inside paddle.jit.to_static's "
+                         f"converted forward, weights and Adam in float32; bfloat16: its white list ({', '.join(white)}), "
+                         "float32: its black list, any other op in its inputs' type", AMP_LEVEL, black,
+              "the switch enters the converted forward as an argument (net(x, amp.on)): to_static keys its program "
+              "cache on it, so the float32 pass and training each have their own static program")
+    amp.scope = lambda on=False: (paddle.amp.auto_cast(enable=True, dtype="bfloat16", level=AMP_LEVEL) if on
+                                  else contextlib.nullcontext())
+    return rec.set_amp(amp)
 
 
 def placement(dev):

@@ -4,7 +4,7 @@ from ..record import Framework
 FRAMEWORK = Framework(
     "tensorflow", "TensorFlow", order=2, aliases=("tf",), packages=("tensorflow", "tensorflow-cpu", "keras"),
     # float32 as the framework computes by default, or strictly (nb/precision.py); both modes (#68)
-    offers={"precision": {"cpu": ("default", "highest"), "gpu": ("default", "highest")},
+    offers={"precision": {"cpu": ("default", "highest", "bf16"), "gpu": ("default", "highest")},
             "mode": {"cpu": ("graph", "eager"), "gpu": ("graph", "eager")}},
     notes="tensorflow.md", high_api="keras.Model.fit", colour="#ff8f00",
     kernel_env={"TF_CPP_MIN_LOG_LEVEL": "3"},

@@ -21,6 +21,10 @@ then calls `setup` before the first op:
   own trace count (or Keras' own of `Model.fit`).
 - `read_adam`, `reset_adam`: the optimizer's settings read back; a fresh Adam state put
   back in place after the check (the traced step keeps its variables).
+- `autocast`: -p precision=bf16 as Keras' `mixed_bfloat16` dtype policy (#69): a `KerasAmp`
+  whose `track(model)` remembers each layer's policy and whose `on` switches the layers
+  between it and float32; `compile_step` / `compile_eval` given the amp keep one
+  tf.function per state (`Switched`).
 - `WindowCallback`: the timing windows from `Model.fit`'s own loop (api = "high").
 
 See docs/frameworks/tensorflow.md ("Defaults set explicitly", "Device, threads, ...").
@@ -152,17 +156,144 @@ def placement(dev):
     return "host copy (tf.constant)" if dev.startswith("/CPU") else f"device copy ({dev})"
 
 
-def compile_step(step, mode):
+MIXED_POLICY = {"bf16": "mixed_bfloat16"}
+# What Keras keeps in float32 under a mixed policy, by its own code (keras/src): every
+# variable (the policy's variable_dtype; layers read a bfloat16 copy inside their call),
+# the gradients and Adam's update (on the float32 variables), BatchNormalization's and
+# LayerNormalization's statistics and normalisation (they upcast their input to float32
+# and cast the output back), and keras.losses (computed at the loss' float32 dtype). The
+# notebooks' own losses (tf.nn) get the model output cast to float32 first, as Keras'
+# mixed-precision guide asks of a model's last output.
+KERAS_FLOAT32 = ("variables", "gradients", "optimizer update", "BatchNormalization", "LayerNormalization",
+                 "keras.losses", "model output cast to float32 before the loss (Keras' mixed-precision guide)")
+
+
+def _amp_class():
+    from frameval.nb.amp import Amp
+
+    class KerasAmp(Amp):
+        """Keras' mixed precision as the notebook holds it. Keras sets a layer's dtype
+        policy when the layer is constructed (the global policy `autocast` set), so
+        the switch is per layer: `track(*models)` remembers each layer's policy as
+        Keras chose it, and `on = False` sets every tracked layer to float32, `on = True`
+        back to Keras' own choice (Layer.dtype_policy's setter). Eager calls see the
+        switch at once; a tf.function sees it only when it traces, hence `Switched`.
+        A model compiled for Model.fit has its cached train/test/predict functions
+        dropped at a switch, so fit retraces under the new policies."""
+
+        def __init__(self, *args, **kw):
+            self._layers, self._models = [], []
+            super().__init__(*args, **kw)
+
+        @property
+        def on(self):
+            return self._on
+
+        @on.setter
+        def on(self, value):
+            self._on = bool(value)
+            if self.precision is None:
+                return
+            f32 = keras.DTypePolicy("float32")
+            for layer, policy in self._layers:
+                want = policy if self._on else f32
+                if layer.dtype_policy.name != want.name:
+                    layer.dtype_policy = want
+            for m in self._models:
+                for attr in ("train_function", "test_function", "predict_function"):
+                    if getattr(m, attr, None) is not None:
+                        setattr(m, attr, None)
+
+        def track(self, *models):
+            """The models (built after `autocast`, under its global policy) whose layers
+            the switch sets; returns the first. A float32 run tracks nothing."""
+            if self.precision is not None:
+                for m in models:
+                    self._models.append(m)
+                    self._layers += [(layer, layer.dtype_policy)
+                                     for layer in m._flatten_layers(include_self=True, recursive=True)]
+                self.on = self.on
+            return models[0] if models else None
+
+    return KerasAmp
+
+
+def autocast(rec, precision, mode="graph"):
+    """-p precision=bf16: Keras' mixed precision, the `mixed_bfloat16` dtype policy set
+    globally (keras.mixed_precision.set_global_policy) before the models are built:
+    Keras keeps the variables in float32 and computes every layer in bfloat16 (KERAS_FLOAT32:
+    what it keeps in float32). The notebook builds its models after this call and hands
+    them to `amp.track`; its step casts the model output to float32 before the loss. A
+    float32 run (precision default/highest) gets an Amp that is off and leaves Keras'
+    policy at float32. Tries one bfloat16 Dense forward and gradient on this device first:
+    where it fails, NotOffered with TensorFlow's own error."""
+    from frameval.frameworks.contract import NotOffered
+    KerasAmp = _amp_class()
+    if precision not in MIXED_POLICY:
+        if precision == "fp16":
+            raise NotOffered("precision=fp16: Keras' mixed_float16 needs keras.mixed_precision.LossScaleOptimizer "
+                             "around the optimizer; frameval's TensorFlow notebooks do not wire it (bf16 only)")
+        return rec.set_amp(KerasAmp(precision))
+    policy = MIXED_POLICY[precision]
+    try:  # the real thing, once: a mixed Dense layer's forward and gradient
+        probe = layers.Dense(2, dtype=policy, kernel_initializer="ones", name="frameval_amp_probe")  # draws no random numbers
+        probe.build((None, 3))
+        with tf.GradientTape() as tape:
+            out = probe(tf.ones((2, 3)))
+            loss = tf.reduce_sum(tf.cast(out, tf.float32))
+        grads = tape.gradient(loss, probe.trainable_variables)
+        if out.dtype != tf.bfloat16 or any(g is None for g in grads):
+            raise RuntimeError(f"a {policy} Dense computed {out.dtype.name}, gradients {[g is not None for g in grads]}")
+    except Exception as e:
+        raise NotOffered(f"keras {keras.__version__} dtype policy {policy!r} on this device: a Dense forward and "
+                         f"gradient failed: {type(e).__name__}: {e}") from e
+    keras.mixed_precision.set_global_policy(policy)
+    graph = ("graph mode: one tf.function per AMP state (fw.Switched), the float32 pass traces its own; "
+             "training's is the one the AMP pass ran" if mode == "graph" else "eager: the switch applies at the next call")
+    amp = KerasAmp(precision, f"keras.mixed_precision.set_global_policy({policy!r})", "", KERAS_FLOAT32,
+                   how="amp.on sets every tracked layer's dtype_policy to float32 (off) or back to the policy Keras "
+                       f"gave it (on); {graph}")
+    return rec.set_amp(amp)
+
+
+class Switched:
+    """Graph mode of a mixed run: the same Python step as two tf.functions, one per AMP
+    state. A tf.function traces once per input signature and bakes the layers' dtype
+    policies into its graph; the AMP switch is no argument of the step, so each state gets
+    its own function. Training runs the `on` one, the one the AMP check pass ran; the
+    float32 check pass runs the other. The trace count is the training one's."""
+
+    def __init__(self, fn, amp, **kw):
+        self.amp = amp
+        self.fns = {True: tf.function(fn, **kw), False: tf.function(fn, **kw)}
+
+    def __call__(self, *args, **kwargs):
+        return self.fns[bool(self.amp.on)](*args, **kwargs)
+
+    def experimental_get_tracing_count(self):
+        return self.fns[True].experimental_get_tracing_count()
+
+
+def compile_step(step, mode, amp=None):
     """Graph mode: the whole train step (forward, tape.gradient, apply_gradients) as
-    one tf.function, no XLA. Eager: the same Python function, op by op."""
-    return tf.function(step, jit_compile=False) if mode == "graph" else step
+    one tf.function, no XLA (a mixed run: one per AMP state, `Switched`). Eager: the
+    same Python function, op by op."""
+    if mode != "graph":
+        return step
+    if amp is not None and amp.precision is not None:
+        return Switched(step, amp, jit_compile=False)
+    return tf.function(step, jit_compile=False)
 
 
-def compile_eval(fn, mode, input_signature=None):
+def compile_eval(fn, mode, input_signature=None, amp=None):
     """Graph mode: the evaluation forward as its own tf.function, no XLA; `input_signature`
-    leaves the batch (and length) free, so a last, smaller batch does not retrace.
-    Eager: the same Python function, op by op."""
-    return tf.function(fn, jit_compile=False, input_signature=input_signature) if mode == "graph" else fn
+    leaves the batch (and length) free, so a last, smaller batch does not retrace
+    (a mixed run: one per AMP state, `Switched`). Eager: the same Python function, op by op."""
+    if mode != "graph":
+        return fn
+    if amp is not None and amp.precision is not None:
+        return Switched(fn, amp, jit_compile=False, input_signature=input_signature)
+    return tf.function(fn, jit_compile=False, input_signature=input_signature)
 
 
 def record_scope(rec, mode, step, how="", why=""):
@@ -183,9 +314,12 @@ def record_scope(rec, mode, step, how="", why=""):
                                        "Model.train_step (forward, loss, gradient, optimizer.apply)", why=why)
         return
     traces = step.experimental_get_tracing_count()
-    rec.set_graph_scope(True, True, True, graphs=traces, graph_breaks=0,
-                        how=how or "tf.function (no XLA) of the whole train step: forward, GradientTape.gradient, "
-                                   "Adam.apply_gradients", why=why)
+    how = how or "tf.function (no XLA) of the whole train step: forward, GradientTape.gradient, Adam.apply_gradients"
+    if isinstance(step, Switched):
+        how += ("; mixed precision: training's tf.function (the AMP check pass ran it); the float32 check pass "
+                f"traced a second one of the same step ({step.fns[False].experimental_get_tracing_count()} trace(s), "
+                "not counted)")
+    rec.set_graph_scope(True, True, True, graphs=traces, graph_breaks=0, how=how, why=why)
 
 
 def read_adam(rec, *opts):
