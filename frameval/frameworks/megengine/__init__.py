@@ -4,7 +4,7 @@ from ..record import Framework
 FRAMEWORK = Framework(
     "megengine", "MegEngine", order=5, aliases=("mge",), packages=("megengine",), notes="megengine.md",
     # float32 as the framework computes by default, or strictly (nb/precision.py); both modes (#68)
-    offers={"precision": {"cpu": ("default", "highest"), "gpu": ("default", "highest")},
+    offers={"precision": {"cpu": ("default", "highest", "bf16"), "gpu": ("default", "highest")},
             "mode": {"cpu": ("graph", "eager"), "gpu": ("graph", "eager")}},
     colour="#9467bd",
     cpu_kernel_env={"MGE_DEFAULT_DEVICE": "cpu0"},  # CPU kernel only; the GPU one picks gpu0

@@ -4,7 +4,7 @@ from ..record import Framework
 FRAMEWORK = Framework(
     "mindspore", "MindSpore", order=4, aliases=("ms",), packages=("mindspore",), notes="mindspore.md",
     # float32 as the framework computes by default, or strictly (nb/precision.py); both modes (#68)
-    offers={"precision": {"cpu": ("default", "highest"), "gpu": ("default", "highest")},
+    offers={"precision": {"cpu": ("default", "highest", "bf16"), "gpu": ("default", "highest")},
             "mode": {"cpu": ("graph", "eager"), "gpu": ("graph", "eager")}},
     high_api="mindspore.train.Model.train", high_api_note="api_data_mindspore", colour="#2ca02c",
     kernel_env={"GLOG_v": "4"},  # a level to MindSpore: 4 = critical only
