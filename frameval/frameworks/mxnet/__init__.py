@@ -3,8 +3,9 @@ from ..record import Framework
 
 FRAMEWORK = Framework(
     "mxnet", "MXNet", order=6, aliases=("mx",), packages=("mxnet", "mxnet-cu"), notes="mxnet.md",
-    # float32 as the framework computes by default, or strictly (nb/precision.py); both modes (#68)
-    offers={"precision": {"cpu": ("default", "highest"), "gpu": ("default", "highest")},
+    # float32 as the framework computes by default, or strictly (nb/precision.py); bf16 on the CPU by
+    # mxnet.contrib.amp (#69; its bfloat16 path is oneDNN, CPU only); both modes (#68)
+    offers={"precision": {"cpu": ("default", "highest", "bf16"), "gpu": ("default", "highest")},
             "mode": {"cpu": ("graph", "eager"), "gpu": ("graph", "eager")}},
     high_api="mxnet.gluon.contrib.estimator.Estimator", colour="#17becf",
     workarounds={

@@ -19,6 +19,8 @@ The contract:
 - `record_scope`: `rec.set_graph_scope` from the CachedOps the training step's blocks built.
 - `read_adam`, `reset_adam`: the optimizer's settings as the Trainer holds them; a
   fresh Adam state put back in place after the check.
+- `autocast`: -p precision=bf16 as mxnet.contrib.amp (amp.init's wrappers, switched by
+  the notebooks' `with amp.scope(blocks...):`); `wide`: a bfloat16 output read back as float32.
 
 MXNet's own:
 - `Adam`: Gluon's fused Adam corrected to the spec's (PyTorch's) epsilon placement.
@@ -31,6 +33,7 @@ MXNet's own:
 - `grads`: the gradients the last backward left on the parameters.
 - `window_handler`, `batch_loader`: the LeNet notebook's Estimator (api = "high").
 """
+import contextlib
 import ctypes
 import math
 import os
@@ -63,6 +66,171 @@ def setup(rec, mode, device, seed):
     threads_effective(rec)  # OpenMP threads read back; MXNet itself has no getter
     print(f"mxnet {mx.__version__} on {ctx}, OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}, mode={mode}")
     return ctx
+
+
+def _present(defect: str):
+    """Run MXNet's reproduction defects/mxnet/<defect>.py in this environment's Python (a child: one of
+    them aborts the process): its last lines where it says the defect is present (exit 1), else None."""
+    import subprocess
+    import sys
+    from frameval.paths import REPO
+    script = REPO / "defects" / "mxnet" / f"{defect}.py"
+    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, PYTHONPATH=str(REPO)))
+    if p.returncode != 1:
+        return None
+    return " / ".join(ln.strip() for ln in p.stdout.strip().splitlines()[-3:])
+
+
+def autocast(rec, precision, ctx=None, mode="eager", needs=()):
+    """-p precision=bf16: mxnet.contrib.amp with target_dtype="bfloat16" (oneDNN on the CPU), the
+    notebooks' `with amp.scope(*blocks):` around the forward and the loss; weights, gradients and
+    Adam stay float32. MXNet's own lists (contrib/amp/lists/symbol_bf16.py) decide: Convolution and
+    FullyConnected compute in bfloat16 (their inputs amp_cast), the FP32 list (softmax, log_softmax,
+    pick, mean, sum, exp, log, sigmoid, LayerNorm, RNN, Deconvolution, Dropout, Embedding...) in float32,
+    the BF16_FP32 list (relu, Pooling, tanh, BatchNorm with float32 parameters, concat...) in whatever
+    reaches them, the widest-type list (elemwise/broadcast arithmetic, dot, batch_dot) at the wider input.
+
+    amp.init() wraps the operator functions of mx.nd and mx.sym in place, for good. The switch is
+    that same wrapping, taken apart: autocast calls amp.init() once (before the model is built, as
+    its documentation asks), keeps MXNet's wrapped functions and the originals, and puts the
+    originals back; `amp.scope(*blocks)` installs the wrappers while amp.on (the originals while
+    off) and puts back on exit what was there (the originals outside any scope), so that MXNet outside a
+    scope is float32 as before.
+    Gluon calls F.<op> at call time, so eager mode switches at once; a hybridized block traced its
+    graph under one state, so the scope rebuilds the CachedOp of each block given to it whose
+    graph was traced under the other state (graph mode: the float32 check pass and training each
+    trace their own graph; training's is the one the AMP check ran). Off for float32 runs.
+
+    Graph mode fails where MXNet's AMP does (docs/frameworks/mxnet.md): the DCGAN generator's
+    hybridized Dense -> reshape -> Conv2DTranspose backward (defects/mxnet/amp-bf16-hybrid-deconv.py)
+    and the LSTM, whose hybridized gluon.rnn layer builds a zero state the AMP's symbol wrapper
+    cannot (defects/mxnet/amp-bf16-symbol-zeros.py); eager mode trains both."""
+    from frameval.frameworks.contract import NotOffered
+    from frameval.nb.amp import Amp
+    if precision != "bf16":
+        if precision == "fp16":
+            raise NotOffered("MXNet's AMP casts to float16 on a GPU context only (contrib/amp/amp.py, "
+                             "_cast_symbol_NDArray): on the CPU nothing would compute in float16")
+        amp = Amp(precision)
+        amp.scope = lambda *blocks: contextlib.nullcontext()  # float32: MXNet's own operators, nothing switched
+        return rec.set_amp(amp)
+    if mode == "graph":  # what MXNet's AMP fails in graph mode, tried by its reproduction before anything trains
+        for defect in needs:
+            said = _present(defect)
+            if said:
+                raise NotOffered(f"mxnet.contrib.amp (target_dtype='bfloat16') in graph mode: its reproduction "
+                                 f"defects/mxnet/{defect}.py says: {said}")
+    _mxnet()
+    from mxnet.contrib import amp as mxamp
+    try:
+        switch = _AmpSwitch(mxamp)
+        switch.probe(ctx or mx.cpu())
+    except Exception as e:  # noqa: BLE001 - MXNet's own error is the evidence
+        raise NotOffered(f"mxnet.contrib.amp (target_dtype='bfloat16') on {ctx or mx.cpu()}: a Convolution and a "
+                         f"FullyConnected under amp.init's wrappers, forward and backward, raised "
+                         f"{type(e).__name__}: {e}") from e
+    fp32 = [op for op in mxamp.list_fp32_ops(_bf16()) if not op.startswith("_")]
+    used = ("softmax", "log_softmax", "softmax_cross_entropy", "pick", "mean", "sum", "exp", "log", "sigmoid",
+            "LayerNorm", "RNN", "Deconvolution", "Dropout", "Embedding", "argmax", "adam_update")
+    amp = Amp(precision, "mxnet.contrib.amp.init(target_dtype='bfloat16')", "",
+              [op for op in used if op in fp32] + ["BatchNorm parameters and running statistics"],
+              how="amp.init's operator wrappers installed in mx.nd/mx.sym while amp.on, MXNet's originals while off "
+                  "(amp.scope); graph mode rebuilds a block's CachedOp when the switch changed since its trace")
+    amp.scope = switch.scope_for(amp)
+    return rec.set_amp(amp)
+
+
+def wide(a):
+    """An array as float32 for reading back (numpy cannot hold MXNet's bfloat16): amp_cast, exact."""
+    _mxnet()
+    return nd.amp_cast(a, dtype="float32") if a.dtype == _bf16() else a
+
+
+class _AmpSwitch:
+    """amp.init()'s operator wrappers, installable and removable (autocast's docstring)."""
+
+    def __init__(self, mxamp):
+        before = self._functions()
+        if mxamp.amp._amp_initialized:
+            raise RuntimeError("mxnet.contrib.amp was initialised before autocast: its originals are lost")
+        mxamp.init(target_dtype="bfloat16")
+        after = self._functions()
+        self.swaps = [(mod, name, before[mod, name], fn) for (mod, name), fn in after.items()
+                      if (mod, name) in before and before[mod, name] is not fn]
+        if not self.swaps:
+            raise RuntimeError("amp.init(target_dtype='bfloat16') wrapped no operator")
+        self.state = True
+        self.install(False)
+
+    @staticmethod
+    def _functions():
+        from mxnet import base, ndarray, symbol
+        mods = []
+        for m in (ndarray, symbol):
+            mods += [m, m.op, m._internal] + [getattr(m, p[1:-1]) for p in base._OP_NAME_PREFIX_LIST
+                                             if hasattr(m, p[1:-1])]
+        return {(mod, k): v for mod in mods for k, v in vars(mod).items() if callable(v)}
+
+    def install(self, on):
+        if on != self.state:
+            for mod, name, orig, wrapped in self.swaps:
+                setattr(mod, name, wrapped if on else orig)
+            self.state = on
+
+    def probe(self, ctx):
+        """One Convolution and one FullyConnected under the wrappers, forward and backward: the
+        outputs bfloat16, the weight gradients float32 (NotOffered with MXNet's error otherwise)."""
+        from mxnet import autograd
+        x = nd.ones((2, 1, 6, 6), ctx=ctx)
+        w, b = nd.ones((2, 1, 3, 3), ctx=ctx) * 0.1, nd.zeros((2,), ctx=ctx)
+        w2, b2 = nd.ones((3, 32), ctx=ctx) * 0.1, nd.zeros((3,), ctx=ctx)
+        for p in (w, w2):
+            p.attach_grad()
+        self.install(True)
+        try:
+            with autograd.record():
+                h = nd.Convolution(x, w, b, kernel=(3, 3), num_filter=2)
+                y = nd.FullyConnected(nd.relu(h), w2, b2, num_hidden=3)
+                loss = nd.mean(y)
+            loss.backward()
+            nd.waitall()
+        finally:
+            self.install(False)
+        kinds = {"Convolution output": h.dtype, "FullyConnected output": y.dtype,
+                 "Convolution weight gradient": w.grad.dtype, "FullyConnected weight gradient": w2.grad.dtype}
+        want = [_bf16(), _bf16(), w.dtype, w2.dtype]
+        if [str(k) for k in kinds.values()] != [str(k) for k in want]:
+            raise RuntimeError(f"dtypes {kinds}, expected bfloat16 outputs and float32 weight gradients")
+
+    def scope_for(self, amp):
+        switch = self
+
+        class Scope:
+            def __init__(self, *blocks):
+                self.blocks = blocks
+
+            def __enter__(self):
+                on = bool(amp.on)
+                for blk in self.blocks:  # a CachedOp traced under the other state is rebuilt
+                    traced = getattr(blk, "_frameval_amp", False)  # outside a scope: MXNet's originals
+                    if getattr(blk, "_cached_op", None) is not None and traced != on:
+                        blk._clear_cached_op()
+                    blk._frameval_amp = on
+                self.outer = switch.state
+                switch.install(on)
+                return self
+
+            def __exit__(self, *exc):
+                switch.install(self.outer)  # an enclosing scope's state, MXNet's originals outside any
+                return False
+
+        return Scope
+
+
+def _bf16():
+    from mxnet.contrib.amp.amp import bfloat16
+    return bfloat16
 
 
 def _optimizers():
