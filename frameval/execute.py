@@ -30,7 +30,7 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import arithmetic, cpu, files, memguard, sources, workloads
+from . import arithmetic, cpu, files, lifeline, memguard, sources, workloads
 from .result import load as load_result, store
 from . import notebook as nbfile
 from .envs import jupyter_env
@@ -206,7 +206,7 @@ class PapermillRun:
         if pid == 0:  # the child: never returns
             code = 1
             try:
-                die_with_parent(parent)  # a killed runner leaves no papermill behind (#72)
+                lifeline.die_with_parent(parent)  # a killed runner leaves no papermill behind (#72)
                 os.close(rfd)
                 code = _child(pm, wfd, input_path, output_path, params, kernel, cwd, log_path, start_timeout, env)
             finally:
@@ -273,34 +273,6 @@ class PapermillRun:
 
 
 KERNEL_SIGNAL = "frameval: the kernel ended by signal"  # the papermill child's line in its log
-PR_SET_PDEATHSIG = 1  # linux/prctl.h
-
-
-def _prctl():
-    """libc's prctl, looked up before any fork (a child of a threaded process must not import), or None."""
-    try:
-        import ctypes
-        return ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-
-
-PRCTL = _prctl() if sys.platform.startswith("linux") else None
-
-
-def die_with_parent(parent: int) -> None:
-    """In a child just started: SIGKILL it when its parent dies (Linux's parent-death signal),
-    so that a runner killed by SIGKILL or the OOM killer leaves no papermill child and no kernel
-    training on alone beside the next command's runs (#72). A parent already gone by now: exit.
-    Elsewhere (no prctl) the kernel's own parent poll (ipykernel's JPY_PARENT_PID) stays the
-    only guard."""
-    if PRCTL is None:
-        return
-    PRCTL(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-    if os.getppid() != parent:  # it died between the fork and the prctl
-        os._exit(1)
-
-
 def _child(pm, wfd, input_path, output_path, params, kernel, cwd, log_path, start_timeout, env) -> int:
     os.setsid()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -322,8 +294,7 @@ def _child(pm, wfd, input_path, output_path, params, kernel, cwd, log_path, star
     launch, kernels = lp.launch_kernel, []
 
     def report_kernel(*a, **k):  # the kernel's own session: tell the runner its pid
-        me = os.getpid()
-        k["preexec_fn"] = lambda: die_with_parent(me)  # nor a kernel: it dies with this child (#72)
+        k["preexec_fn"] = lifeline.preexec()  # nor a kernel: it dies with this child (#72)
         proc = launch(*a, **k)
         kernels.append(proc)
         try:

@@ -30,7 +30,7 @@ import threading
 import time
 from pathlib import Path
 
-from .. import cpu, files, idle
+from .. import cpu, files, idle, lifeline
 from ..paths import REPO, user_cache_dir
 
 CACHE = "envscripts"  # <user cache>/envscripts/<script>-<framework>-<key>.json
@@ -122,7 +122,8 @@ class _Child:
         try:
             self.proc = subprocess.Popen([str(call["env"].python), "-m", call["module"], *call["args"]],
                                          env=child_environ(call["env"], env_vars), stdin=subprocess.PIPE,
-                                         stdout=subprocess.PIPE, stderr=self.err, text=True, cwd=str(work))
+                                         stdout=subprocess.PIPE, stderr=self.err, text=True, cwd=str(work),
+                                         preexec_fn=lifeline.preexec())  # a stopped child never outlives the runner
         except OSError as e:
             self.proc, self.error = None, f"{type(e).__name__}: {e}".splitlines()[0]
             self.ready.set()
