@@ -77,3 +77,22 @@ def test_report_pairs_each_mixed_run_with_its_twin(mixed):
     assert {r[0] for r in summary} == {catalog.framework_name(fw) for fw in catalog.FRAMEWORKS}
     for r in summary:
         assert r[4].startswith(("yes:", "not offered")), r
+
+
+def test_bf16_on_a_cpu_without_bf16_units_is_emulated_and_unranked(mixed, tmp_path):
+    """The same results as if they came from a CPU without bfloat16 units (its isa list edited):
+    the report says the bfloat16 runs were emulated, and ranks none of them."""
+    import shutil
+    src = tmp_path / "no-bf16"
+    shutil.copytree(mixed["out"], src, ignore=shutil.ignore_patterns("report*", "assets"))
+    for f in (src / "runs").glob("*/*/result.json"):
+        r = json.loads(f.read_text())
+        r["environment"].setdefault("machine", {})["isa"] = ["avx2", "fma", "avx", "sse4_2"]
+        f.write_text(json.dumps(r))
+    p = run_all("--report-only", "--from", str(src), "--out", str(tmp_path / "r"))
+    assert p.returncode in (0, 1), p.stderr[-2000:]
+    md = (tmp_path / "r" / "report.md").read_text()
+    rows = _cells(md, "| Framework | Workload | Mode | Precision | Speed-up over float32")
+    ok = [r for r in rows if not r[3].endswith(("not offered", "failed", "check failed"))]
+    assert ok and all(r[4].startswith("emulated") for r in ok), [r[:5] for r in rows]
+    assert "(bfloat16)" not in md.split("## Mixed precision")[0]  # no bfloat16 ranking in the summary
