@@ -39,7 +39,9 @@ def measure(framework: str, threads: int, n: int = N) -> dict:
            "gflops": 2 * n ** 3 / t["best_s"] / 1e9, "best_s": t["best_s"], "repeats": t["repeats"],
            "spread": t["spread"], "load": t["load"], "other_share": t["other_share"], "busy": busy,
            "cache": busy is None, "isa_caps": cpu.caps()}
-    if hasattr(part, "gemm_bf16"):  # its bfloat16 product, where its part has one (#69: the bfloat16 peak)
+    # its bfloat16 product, where its part has one and the CPU has bfloat16 units (#69: the bfloat16 peak;
+    # elsewhere bfloat16 is emulated, no peak of anything, and the report ranks nothing on it)
+    if hasattr(part, "gemm_bf16") and cpu.bf16_units():
         op16, t16 = part.gemm_bf16(n, threads)
         busy16 = idle.busy_reason(t16)
         out["bf16"] = {"op": op16, "gflops": 2 * n ** 3 / t16["best_s"] / 1e9, "best_s": t16["best_s"],
