@@ -4,7 +4,7 @@ from ..record import Framework
 FRAMEWORK = Framework(
     "jax", "JAX", order=7, aliases=("flax",), packages=("jax", "jaxlib", "flax", "optax"), notes="jax.md",
     # float32 as the framework computes by default, or strictly (nb/precision.py); both modes (#68)
-    offers={"precision": {"cpu": ("default", "highest"), "gpu": ("default", "highest")},
+    offers={"precision": {"cpu": ("default", "highest", "bf16"), "gpu": ("default", "highest")},
             "mode": {"cpu": ("graph", "eager"), "gpu": ("graph", "eager")}},
     colour="#6a3d9a",
     # issue #48: XLA preallocates 75% of a GPU's memory by default, so its peak read the

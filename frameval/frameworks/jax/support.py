@@ -27,6 +27,10 @@ thread pool when the backend starts, so the setup cell calls `setup` first:
   <-> spatially flipped (kh, kw, in, out)).
 - `compile_step`, `record_scope`: `jax.jit` of the whole step (graph) or the plain
   function (eager), and the graph scope from the jitted step's own cache.
+- `autocast`: -p precision=bf16 as Flax does it (JAX has no autocast): the notebooks build
+  their modules with `dtype=amp.dtype` (bfloat16 while `amp.on`, else None: float32 as
+  before) and Flax's default `param_dtype=float32`; `compile_step`/`compile_eval` given the
+  amp keep one jitted function per value of `amp.on`.
 
 See docs/frameworks/jax.md.
 """
@@ -178,9 +182,12 @@ def _layers():
         E[x^2] - E[x]^2 cancellation)."""
         momentum: float = 0.9
         epsilon: float = 1e-5
+        dtype: object = None  # mixed precision (#69): computes in float32, returns dtype, as flax's BatchNorm
 
         @nn.compact
         def __call__(self, x, use_running_average: bool):
+            if self.dtype is not None:  # flax's BatchNorm: statistics and normalisation at >= float32
+                x = x.astype(jnp.promote_types(x.dtype, jnp.float32))
             c = x.shape[-1]
             scale = self.param("scale", nn.initializers.ones, (c,))
             bias = self.param("bias", nn.initializers.zeros, (c,))
@@ -196,7 +203,8 @@ def _layers():
                     m = x.size // c
                     ra_mean.value = self.momentum * ra_mean.value + (1 - self.momentum) * mean
                     ra_var.value = self.momentum * ra_var.value + (1 - self.momentum) * var * (m / (m - 1))
-            return (x - mean) * jax.lax.rsqrt(var + self.epsilon) * scale + bias
+            y = (x - mean) * jax.lax.rsqrt(var + self.epsilon) * scale + bias
+            return y if self.dtype is None else y.astype(self.dtype)
 
     return SpecBatchNorm
 
@@ -301,13 +309,100 @@ class Step:
         return self.compiles if self.mode == "graph" else None
 
 
-def compile_step(step, mode, donate_argnums=()):
+class ByAmp:
+    """One compiled object per value of `amp.on` (#69), built on first use: the step reads
+    `amp.dtype` when jax traces it, and a jitted function traces once and caches, so the
+    float32 check pass and the bfloat16 pass and training each get their own. Calls and
+    attributes (`graphs`, `traces`) go to the one for the current `amp.on`: after the check,
+    training's."""
+
+    def __init__(self, make, amp):
+        self._make, self._amp, self._by = make, amp, {}
+
+    def current(self):
+        on = bool(self._amp.on)
+        if on not in self._by:
+            self._by[on] = self._make()
+        return self._by[on]
+
+    def __call__(self, *args, **kw):
+        return self.current()(*args, **kw)
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.current(), name)
+
+
+def _mixed(amp):
+    return amp is not None and getattr(amp, "precision", None) is not None
+
+
+def compile_step(step, mode, donate_argnums=(), amp=None):
+    """A mixed run's `amp`: one Step per value of amp.on (ByAmp); a float32 run: the one Step, as before."""
+    if _mixed(amp):
+        return ByAmp(lambda: Step(step, mode, donate_argnums), amp)
     return Step(step, mode, donate_argnums)
 
 
-def compile_eval(fn, mode, **kw):
-    """Evaluation / prediction functions: jitted in graph mode (their graphs are not the step's)."""
+def compile_eval(fn, mode, amp=None, **kw):
+    """Evaluation / prediction functions: jitted in graph mode (their graphs are not the step's);
+    with a mixed run's `amp`, one per value of amp.on."""
+    if _mixed(amp) and mode == "graph":  # a new function object each: jax caches traces per function, across jits
+        return ByAmp(lambda: jax.jit(lambda *a, **k: fn(*a, **k), **kw), amp)
     return jax.jit(fn, **kw) if mode == "graph" else fn
+
+
+# ------------------------------------------------------------------ mixed precision
+FLOAT32_KEPT = ("parameters and Adam state (param_dtype=float32; their gradients come back float32)",
+                "BatchNorm/LayerNorm statistics and normalisation (Flax's force_float32_reductions; output cast to dtype)",
+                "attention logits and softmax (jax.nn.dot_product_attention: preferred_element_type float32)",
+                "LSTM carry (Flax's LSTMCell initialises it at param_dtype)",
+                "the loss: the notebooks cast the logits/outputs to float32 before optax's loss")
+
+
+def autocast(rec, precision, dev=None):
+    """-p precision=bf16 the way Flax does it (JAX itself has no autocast and no policy
+    library is in this environment): the notebooks build their modules with
+    `dtype=amp.dtype`, bfloat16 while `amp.on`, else None (Flax infers float32 from the
+    inputs and parameters, exactly the float32 model), and `param_dtype=float32` (Flax's
+    default), so weights, gradients and Adam stay float32. Flax casts each layer's inputs,
+    kernel and bias to `dtype` (flax.linen.dtypes.promote_dtype) and returns its output in
+    it; XLA's CPU dots take the bfloat16 operands. Flax computes normalisation statistics
+    in float32 (force_float32_reductions) and jax.nn.dot_product_attention its logits and
+    softmax; the notebooks cast the logits to float32 before the loss. The float32 pass
+    and training each run their own jitted step (`compile_step(..., amp=amp)`): the step
+    reads `amp.dtype` when traced, and jit caches one trace per function.
+    The mechanism is tried on one small Dense layer first: any error raises NotOffered."""
+    from frameval.nb.amp import Amp
+    from frameval.frameworks.contract import NotOffered
+    low = {"bf16": "bfloat16", "fp16": "float16"}.get(precision)
+
+    class FlaxAmp(Amp):
+        @property
+        def dtype(self):
+            """The dtype the notebooks give their Flax modules: the low one while on, else None (float32)."""
+            return getattr(jnp, self.format) if self.on and self.precision else None
+
+    if low is None:
+        return rec.set_amp(FlaxAmp(precision))
+    import flax
+    import flax.linen as nn
+    try:  # the real thing, small: a Dense layer computing in the low format, its gradient float32
+        layer = nn.Dense(3, dtype=getattr(jnp, low), param_dtype=jnp.float32)
+        x = jnp.ones((2, 4), jnp.float32)
+        variables = layer.init(jax.random.key(0), x)
+        y = layer.apply(variables, x)
+        g = jax.grad(lambda v: layer.apply(v, x).astype(jnp.float32).sum())(variables)
+        jax.block_until_ready((y, g))
+        assert y.dtype == getattr(jnp, low), f"output {y.dtype}, not {low}"
+        assert g["params"]["kernel"].dtype == jnp.float32, f"gradient {g['params']['kernel'].dtype}"
+    except Exception as e:
+        raise NotOffered(f"flax {flax.__version__} nn.Dense(dtype={low}, param_dtype=float32) on "
+                         f"{jax.devices()[0].platform}: {type(e).__name__}: {e}") from e
+    amp = FlaxAmp(precision, f"flax dtype={low}, param_dtype=float32", "", FLOAT32_KEPT,
+                  how="two jitted functions, one per amp.on (fw.ByAmp): the step reads amp.dtype when jax traces it")
+    return rec.set_amp(amp)
 
 
 def reset_adam(*opts):
