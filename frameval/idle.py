@@ -131,10 +131,15 @@ def wait_for_turn() -> None:
     until the parent writes a line (or closes it); the parent stops the process
     meanwhile, as its framework's threads may still work (envscripts._Child).
     Elsewhere it returns at once."""
-    if os.environ.get(STAGED_VAR):
+    global _TURN
+    if os.environ.get(STAGED_VAR) and not _TURN:
         import sys
         print(READY, flush=True)
         sys.stdin.readline()
+        _TURN = True  # once a process: its turn lasts until it exits (a second product, bfloat16's, times in it)
+
+
+_TURN = False
 
 
 def _agree(times) -> bool:
