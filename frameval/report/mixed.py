@@ -76,7 +76,7 @@ def _target(w, an) -> str:
     t = an.target(w)
     if t.target is None or not t.runs:
         return fmt.NA
-    med = (t.algoperf or {}).get("median") if isinstance(t.algoperf, dict) else None
+    med = (t.algoperf or {}).get("value") if isinstance(t.algoperf, dict) else None
     if t.reached == 0 or med is None or med == float("inf"):
         return "—"
     return fmt.seconds(med)
