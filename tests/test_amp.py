@@ -93,7 +93,8 @@ def test_mixed_run_that_never_applied_its_amp_fails(tmp_path, kernels):  # noqa:
     setup = next(c for c in src["cells"] if "setup" in c.get("metadata", {}).get("tags", []))
     text = "".join(setup["source"])
     line = next(ln for ln in text.splitlines() if ln.startswith("amp = fw.autocast("))
-    setup["source"] = text.replace(line, "from frameval.nb.amp import Amp\namp = Amp('default')")
+    setup["source"] = text.replace(line, "import contextlib\nfrom frameval.nb.amp import Amp\n"
+                                         "amp = Amp('default')\namp.scope = contextlib.nullcontext")
     nb = tmp_path / "no-amp.ipynb"
     nb.write_text(json.dumps(src))
     r = execute("torch", nb, tmp_path, epochs=1, max_train_samples=64, batch_size=16, mode="eager", precision="bf16")

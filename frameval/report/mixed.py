@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from .. import speed, stats
 from ..catalog import BY_KEY, MIXED, WORKLOAD_BY_KEY
-from ..result import NOT_OFFERED, number
+from ..result import NOT_OFFERED
 from . import fmt
 from .cells import cell, header
 from .model import REPLICATE_SKIP, arithmetic, emulated, run_windows
@@ -82,14 +82,6 @@ def _target(w, an) -> str:
     return fmt.seconds(med)
 
 
-def _bf16_peak(m, by_source) -> float | None:
-    mach = (by_source or {}).get(str(m.result.source)) or {}
-    if mach.get("busy"):
-        return None
-    return number(mach.get("bf16_peak_gflops_all")) if m.result.params.get("threads") in (None, 0) \
-        else number(mach.get("bf16_peak_gflops_1"))
-
-
 def _check(m, S) -> str:
     c = m.result.check_amp or {}
     bound = c.get("bound") or {}
@@ -111,8 +103,7 @@ def line(m, f, an, by_source, S) -> dict:
     if m.samples_per_s and f.samples_per_s:
         out["speedup"] = m.samples_per_s / f.samples_per_s
         out["interval"] = speed.ratio_interval(run_windows(m), run_windows(f), between_sd=an.between_sd(m, f))
-    peak, g = _bf16_peak(m, by_source), an.peak(m).gflops
-    out["share"] = g / peak if peak and g and arithmetic(m) == "bfloat16" else None
+    out["share"] = an.peak(m).peak_share if arithmetic(m) == "bfloat16" else None  # of the bfloat16 peak (peak.py)
     out["quality"] = _quality(m, f, an, S)
     return out
 

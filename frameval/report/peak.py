@@ -31,7 +31,7 @@ from .cells import cell, header
 from .finding import Finding
 from .layers import NO_KERNELS, Kernels, diagnosis, kernels_of
 from .media import wl_name
-from .model import at_faster_mode, best_of, fastest_by_group
+from .model import arithmetic, at_faster_mode, best_of, fastest_by_group
 
 
 def machines(sources) -> dict:
@@ -54,12 +54,15 @@ def busy(m) -> str | None:
     return (m or {}).get("busy") or None
 
 
-def peak_for(m, threads):
+def peak_for(m, threads, arithmetic: str = "float32"):
     """The machine's peak a run is set against: 1 thread's for a run asked for 1,
-    else the machine's best; None where the probe was not idle."""
+    else the machine's best; None where the probe was not idle. A bfloat16 run is
+    set against the bfloat16 peak (the frameworks' own bfloat16 products, #69), None
+    where the CPU has no bfloat16 units (emulated: no peak of anything)."""
     if not m or busy(m):
         return None
-    one, every = fmt.num(m.get("peak_gflops_1")), fmt.num(m.get("peak_gflops_all"))
+    pre = "bf16_peak" if arithmetic == "bfloat16" else "peak"
+    one, every = fmt.num(m.get(f"{pre}_gflops_1")), fmt.num(m.get(f"{pre}_gflops_all"))
     if not _all_threads(threads):
         return one
     got = [v for v in (one, every) if v]
@@ -97,7 +100,7 @@ def peak_of(w, by_source) -> Peak:
     if w.device != "cpu":
         m = None  # the probe measured this machine's CPU; a GPU's own figures are not built yet
     gflops = sps * f / 1e9 if sps and f else None
-    peak = peak_for(m, threads)
+    peak = peak_for(m, threads, arithmetic(w))
     return Peak(f, gflops, peak, gflops / peak if gflops and peak else None, busy(m), kernels_of(w, m))
 
 
