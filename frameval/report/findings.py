@@ -214,7 +214,7 @@ def _seeds_finding(name, workload, seeded, S, an) -> str:
 def run_findings(rows, errors, check_failed, S) -> list:
     """Failed runs, failed repeats, failed checks."""
     out = []
-    failed = [e for e in errors if not e["repeat"] and e["kind"] == "run"]
+    failed = [e for e in errors if not e["repeat"] and e["kind"] == "run" and e["type"] != "NotOffered"]
     if failed:
         items = S.join(S("failed_item", run=f"{e['label']} / {e['workload_name']}", type=e["type"]) for e in failed)
         out.append(Finding(kind="failed", flag=True, text=S("finding_failed", n=len(failed), items=items), anchor="errors"))

@@ -336,7 +336,9 @@ def label_variants(rows) -> list:
         if any(len(w.seeds) > 1 for w in g):  # a row of several seeds is not told apart by one of them
             facts = [{k: v for k, v in f.items() if k != "seed"} for f in facts]
         keys = list(dict.fromkeys(k for f in facts for k in f))
-        differ = [k for k in keys if len({fmt.value(f.get(k)) for f in facts}) > 1]
+        # a fact a row does not hold (a run that failed or was not offered has no settings read back)
+        # tells nothing apart
+        differ = [k for k in keys if len({fmt.value(f.get(k)) for f in facts if f.get(k) is not None}) > 1]
         sources = _source_names(g)
         parts = [[f"{k}={_short(fmt.value(f.get(k)))}" for k in differ] for f in facts]
         variants = [", ".join(p[:VARIANT_KEYS_SHOWN]) + (" …" if len(p) > VARIANT_KEYS_SHOWN else "") for p in parts]

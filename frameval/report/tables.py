@@ -10,7 +10,7 @@ from pathlib import Path
 from .. import energy, speed
 from ..catalog import WORKLOAD_BY_KEY
 from ..paths import notebook_path, notebook_rel
-from ..result import Result, counts
+from ..result import NOT_OFFERED, Result, counts
 from . import determinism, fmt, labels
 from .cells import cell, drop_na_columns, header
 from .check import check_summary
@@ -220,7 +220,10 @@ def _energy_cell(r, S):
 
 def status_cell(w, S):
     tags, cls = [], ""
-    if not w.ok:
+    if w.status == NOT_OFFERED:  # declined by its framework, its own error the evidence (#69): no failure
+        tags.append(S("status_not_offered"))
+        cls = "na"
+    elif not w.ok:
         tags.append(S("status_failed"))
         cls = "flag"
     elif w.check_failed:
