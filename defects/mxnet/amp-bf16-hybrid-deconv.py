@@ -1,4 +1,4 @@
-"""MXNet: under contrib.amp (bfloat16, CPU), a hybridized Dense -> reshape -> Conv2DTranspose dies in backward.
+"""MXNet: under contrib.amp (bfloat16, CPU), a hybridized Dense -> reshape -> Conv2DTranspose dies in backward (a measurement, no workaround).
 
 amp.init(target_dtype="bfloat16") runs Dense (FullyConnected, on its BF16 list)
 in bfloat16 and keeps Deconvolution (on its FP32 list) in float32, with an

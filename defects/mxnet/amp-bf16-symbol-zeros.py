@@ -1,4 +1,4 @@
-"""MXNet: after contrib.amp.init, a symbol with no inputs (mx.sym.zeros) cannot be built, so a hybridized gluon.rnn layer cannot be traced.
+"""MXNet: after contrib.amp.init, a symbol with no inputs (mx.sym.zeros) cannot be built, so a hybridized gluon.rnn layer cannot be traced (a measurement, no workaround).
 
 amp.init(target_dtype="bfloat16") wraps the symbol functions on its lists
 (`_zeros` is on the FP32 list): the wrapper casts the new symbol's inputs,

@@ -254,15 +254,18 @@ def _behaviour(request, S, problems) -> tuple:
     return behaviour, mistakes
 
 
-def _pairs(rows, S, charts, problems, repo) -> tuple:
-    """The sections that pair runs of one framework: graph against eager, the high-level API against the basic loop."""
+def _pairs(rows, S, charts, problems, repo, an, peaks) -> tuple:
+    """The sections that pair runs of one framework: graph against eager, the high-level API against the
+    basic loop, mixed precision against float32."""
     modes = problems.run(S("what_section", name=S("h_modes")), mode_section, rows, S,
                          default=lambda it: {"error": it["text"]})
     if modes and "error" not in modes:
         modes["chart"] = modes_chart(modes, S, charts, problems)
     high_api = problems.run(S("what_section", name=S("h_api")), api_section, rows, S, repo,
                             default=lambda it: {"error": it["text"]})
-    return modes, high_api
+    mixed = problems.run(S("what_section", name=S("h_mixed")), mixed_section, rows, an, peaks, S,
+                         default=lambda it: {"error": it["text"]})
+    return modes, high_api, mixed
 
 
 def _summary(sections, scaling, found) -> list:
@@ -295,9 +298,7 @@ def _context(request, S, problems, assets_dir) -> dict:
     check = _check(rows, S, problems)
     versions = problems.run(S("what_section", name=S("h_versions")), version_section, rows, S, request["threshold"],
                             default=lambda it: {"error": it["text"]})
-    modes, high_api = _pairs(rows, S, charts, problems, request["repo"])
-    mixed = problems.run(S("what_section", name=S("h_mixed")), mixed_section, rows, an, peaks, S,
-                         default=lambda it: {"error": it["text"]})
+    modes, high_api, mixed = _pairs(rows, S, charts, problems, request["repo"], an, peaks)
     scaling = problems.run(S("what_section", name=S("h_scaling")), scaling_section, rows, wls, S, charts, problems, an,
                            default=lambda it: {"error": it["text"]})
     errors = problems.run(S("what_section", name=S("h_errors")), error_entries, rows, request["out_dir"], S, default=[])

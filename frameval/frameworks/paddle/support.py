@@ -237,6 +237,30 @@ def _output_probe():
     return f"the child process: {died}" + (": " + " | ".join(said[-2:]) if said else "")
 
 
+def _high_api_refusal() -> str:
+    """Why paddle.Model takes no bfloat16 AMP, in Paddle's own words where it has some."""
+    import paddle
+    try:
+        paddle.Model(paddle.nn.Linear(2, 2)).prepare(amp_configs={"level": AMP_LEVEL, "dtype": "bfloat16"})
+        said = "prepare accepted it, but Model.train_batch calls paddle.amp.auto_cast without a dtype (float16)"
+    except Exception as e:  # the framework's own words
+        said = f"{type(e).__name__}: {e}"
+    return (f"precision=bf16 with api='high': paddle.Model.prepare(amp_configs={{'level': '{AMP_LEVEL}', "
+            f"'dtype': 'bfloat16'}}) in Paddle {paddle.__version__}: {said} (paddle/hapi/model.py: "
+            "train_batch's auto_cast takes no dtype, float16 only); the loop written out (api='basic') "
+            "runs bfloat16 in graph mode")
+
+
+# Where it is not offered (NotOffered, with what Paddle said): the dynamic graph on the CPU (Paddle 3.3.1's
+# auto_cast warns "amp_guard can only be enabled on CUDAPlace, XPUPlace, and CustomPlace ... so it makes
+# no effect" and computes in float32; defects/paddle/amp-bf16-cpu-dygraph.py), and paddle.Model (its
+# prepare(amp_configs) takes no dtype: its auto_cast is float16 only). Both are tried here, not assumed:
+# a matmul under the AMP in the run's mode must come back in bfloat16. `needs`: the workload's layers
+# to try under it first (NEEDS): "batch_norm", the DCGAN's (Paddle 3.3.1's converted AMP hands BatchNorm a
+# bfloat16 input that its CPU kernel refuses, defects/paddle/amp-bf16-cpu-batch-norm.py); "bfloat16_output",
+# the GPT's (its logits are a matmul, so its converted program returns bfloat16, which dies on the CPU,
+# defects/paddle/amp-bf16-cpu-program-output.py), and "sdpa_causal", the GPT's too (the CPU attention's
+# causal mask calls triu on bfloat16 scores, which has no CPU kernel, defects/paddle/amp-bf16-cpu-sdpa-triu.py).
 def autocast(rec, precision, mode="graph", api="basic", needs=()):
     """-p precision=bf16: `paddle.amp.auto_cast(dtype="bfloat16", level="O1")` around the model's forward,
     inside the converted forward (graph mode), weights and Adam in float32. O1, not O2: O2 would also
@@ -252,17 +276,7 @@ def autocast(rec, precision, mode="graph", api="basic", needs=()):
     `with amp.scope(on):` (a nullcontext while off, so a float32 program is the one it always was):
     to_static keys its program cache on a Python argument's value, so the float32 check pass and
     training each build their own static program, and training's is the one the AMP check ran.
-
-    Where it is not offered (NotOffered, with what Paddle said): the dynamic graph on the CPU (Paddle 3.3.1's
-    auto_cast warns "amp_guard can only be enabled on CUDAPlace, XPUPlace, and CustomPlace ... so it makes
-    no effect" and computes in float32; defects/paddle/amp-bf16-cpu-dygraph.py), and paddle.Model (its
-    prepare(amp_configs) takes no dtype: its auto_cast is float16 only). Both are tried here, not assumed:
-    a matmul under the AMP in the run's mode must come back in bfloat16. `needs`: the workload's layers
-    to try under it first (NEEDS): "batch_norm", the DCGAN's (Paddle 3.3.1's converted AMP hands BatchNorm a
-    bfloat16 input that its CPU kernel refuses, defects/paddle/amp-bf16-cpu-batch-norm.py); "bfloat16_output",
-    the GPT's (its logits are a matmul, so its converted program returns bfloat16, which dies on the CPU,
-    defects/paddle/amp-bf16-cpu-program-output.py), and "sdpa_causal", the GPT's too (the CPU attention's
-    causal mask calls triu on bfloat16 scores, which has no CPU kernel, defects/paddle/amp-bf16-cpu-sdpa-triu.py)."""
+    Where it is not offered: the comment above."""
     from frameval.frameworks.contract import NotOffered
     from frameval.nb.amp import Amp
 
@@ -276,15 +290,7 @@ def autocast(rec, precision, mode="graph", api="basic", needs=()):
     import paddle
 
     if api == "high":
-        try:
-            paddle.Model(paddle.nn.Linear(2, 2)).prepare(amp_configs={"level": AMP_LEVEL, "dtype": "bfloat16"})
-            said = "prepare accepted it, but Model.train_batch calls paddle.amp.auto_cast without a dtype (float16)"
-        except Exception as e:  # the framework's own words
-            said = f"{type(e).__name__}: {e}"
-        raise NotOffered(f"precision=bf16 with api='high': paddle.Model.prepare(amp_configs={{'level': '{AMP_LEVEL}', "
-                         f"'dtype': 'bfloat16'}}) in Paddle {paddle.__version__}: {said} (paddle/hapi/model.py: "
-                         "train_batch's auto_cast takes no dtype, float16 only); the loop written out (api='basic') "
-                         "runs bfloat16 in graph mode")
+        raise NotOffered(_high_api_refusal())
     dtype, value, said = _amp_probe(mode)
     if dtype != "bfloat16" or value != 4.0:
         where = ("inside paddle.jit.to_static" if mode == "graph" else "in the dynamic graph (mode='eager')")
