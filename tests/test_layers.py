@@ -64,6 +64,23 @@ def test_a_step_kernel_time_is_none_where_a_layer_failed():
     assert layers.step_kernel_s({"ops": ops}) is None
 
 
+def test_a_layer_is_its_fastest_repeat_over_the_processes():
+    """Two processes' lines merge use by use: the faster process's figures, both fastest repeats kept; a use
+    that failed in one process only is the other's; an entry that failed in one is the other's."""
+    def line(best, err=False):
+        u = {"error": "RuntimeError: x", "times": 1} if err else {"median_s": best * 2, "best_s": best, "repeats": 3,
+                                                                  "times": 1, "input_grad": True, "weight_grad": True}
+        return {"ops": [{"name": "conv", "kind": "conv2d", "uses": [u]}], "call_floor": {"best_s": best / 100},
+                "cache": True, "cached": False}
+    m = layers.merge_processes([line(0.077), line(0.044)])
+    use = m["ops"][0]["uses"][0]
+    assert use["best_s"] == 0.044 and use["median_s"] == 0.088 and use["by_process"] == [0.077, 0.044]
+    assert use["repeats"] == 6 and m["processes"] == 2 and m["call_floor"]["best_s"] == pytest.approx(0.00044)
+    assert layers.merge_processes([line(0.05, err=True), line(0.06)])["ops"][0]["uses"][0]["best_s"] == 0.06
+    assert "error" in layers.merge_processes([line(0, err=True), line(0, err=True)])["ops"][0]["uses"][0]
+    assert layers.merge_processes([{"error": "no env"}, line(0.06)])["ops"][0]["uses"][0]["best_s"] == 0.06
+
+
 # ------------------------------------------------------------------ real
 @pytest.mark.parametrize("fw", sorted(FRAMEWORKS))
 def test_every_layer_has_a_time_in_every_framework(fw):
@@ -84,7 +101,8 @@ def test_layers_end_to_end_on_lenet(tmp_path):
     out = tmp_path / "out"
     p = run_all("--workloads", "lenet", "--layers", "--out", str(out), *TINY, timeout=1500)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-    assert "every layer timed at the runs' shapes: 7 framework x workload x mode" in p.stdout
+    assert f"every layer timed at the runs' shapes, each in {layers.PROCESSES} processes: 7 framework x workload x mode" \
+        in p.stdout
     m = layers.read(out)
     assert sorted(e["framework"] for e in m["entries"]) == sorted(FRAMEWORKS)
     md = (out / "report.md").read_text()

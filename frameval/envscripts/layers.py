@@ -1,6 +1,6 @@
 """Every layer of a workload's training step, timed inside a framework's own
 environment at the run's shapes (`python -m frameval.envscripts.layers
-FRAMEWORK WORKLOAD BATCH THREADS MODE`; prints one JSON line). Issue #66.
+FRAMEWORK WORKLOAD BATCH THREADS MODE [PROCESS]`; prints one JSON line). Issue #66.
 
 The layers and what the step asks of each (how many forwards, which
 gradients) come from the workload's record (`Workload.ops`,
@@ -101,5 +101,6 @@ def measure(framework: str, workload: str, batch: int, threads: int, mode: str) 
 
 
 if __name__ == "__main__":
+    # argv[6], the process's index (frameval/layers.py PROCESSES), only tells its cache file apart
     fw, wl, batch, threads, mode = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
     print(json.dumps(measure(fw, wl, batch, threads, mode)))
