@@ -225,6 +225,15 @@ def step_kernel_s(entry: dict) -> float | None:
     return None if not ts or any(t is None for t in ts) else sum(ts)
 
 
+def same_layers(entry: dict, workload: str, params: dict) -> bool:
+    """Whether the entry timed the layers a run with these parameters steps through (the timing
+    takes the record's default layers: an LSTM's, never a GRU run's, -p lstm.cell=gru)."""
+    wl = workloads.find(workload)
+    if wl is None or wl.ops is None:
+        return False
+    return [o.get("name") for o in entry.get("ops") or []] == [o.name for o in wl.ops(params or {})]
+
+
 def entry_for(m: dict | None, framework: str, workload: str, batch, threads, mode, version=None) -> dict | None:
     """The entry a run is set against: its framework (its version where several
     were timed), workload, batch, threads and mode; None where none was timed."""

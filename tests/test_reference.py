@@ -287,6 +287,61 @@ def test_lstm_gradients_fd():
     fd_check(lambda q: SR.lstm_loss(q, x, y)[0], p2, g2)
 
 
+def gru_weights(seed=0, bias_scale=0.3):
+    p = R.as64(init_weights("gru", seed))
+    rs = np.random.RandomState(seed + 9)
+    p["gru.bias_ih"], p["gru.bias_hh"] = rs.randn(96) * bias_scale, rs.randn(96) * bias_scale
+    return p
+
+
+def hand_gru(p, x, reset_after=True):
+    """One sample and one gate at a time, PyTorch's formula (reset_after=False: the other GRU, W_hn (r h))."""
+    wih, whh, bih, bhh = p["gru.weight_ih"], p["gru.weight_hh"], p["gru.bias_ih"], p["gru.bias_hh"]
+    hd = whh.shape[1]
+    sig = lambda v: 1.0 / (1.0 + np.exp(-v))  # noqa: E731
+    out = []
+    for xs in x:
+        h = np.zeros(hd)
+        for xt in xs:
+            r = sig(wih[:hd] @ xt + bih[:hd] + whh[:hd] @ h + bhh[:hd])
+            z = sig(wih[hd:2 * hd] @ xt + bih[hd:2 * hd] + whh[hd:2 * hd] @ h + bhh[hd:2 * hd])
+            hn = whh[2 * hd:] @ h + bhh[2 * hd:] if reset_after else whh[2 * hd:] @ (r * h) + bhh[2 * hd:]
+            n = np.tanh(wih[2 * hd:] @ xt + bih[2 * hd:] + (r * hn if reset_after else hn))
+            h = (1 - z) * n + z * h
+        out.append(p["fc.weight"] @ h + p["fc.bias"])
+    return np.array(out)
+
+
+@FAST
+def test_gru_matches_hand_unrolled_and_is_the_reset_after_form():
+    p = gru_weights()
+    x = np.random.RandomState(6).randn(3, 5, 1)
+    pred, _ = SR.gru_forward(p, x)
+    assert rel(pred, hand_gru(p, x)) < 1e-12
+    assert rel(pred, hand_gru(p, x, reset_after=False)) > 1e-3  # the other GRU is another function
+    assert SR.forward(p, x)[0] is not None and rel(SR.forward(p, x)[0], pred) == 0
+
+
+@FAST
+def test_gru_weights_and_count():
+    from frameval.nb.weights import count_trainable
+    from frameval.workloads.lstm import COUNTS
+    p = init_weights("gru", 0)
+    assert [k for k in p] == ["gru.weight_ih", "gru.weight_hh", "gru.bias_ih", "gru.bias_hh", "fc.weight", "fc.bias"]
+    assert count_trainable("gru") == COUNTS["gru"]["gru"] == 3393
+    assert not np.array_equal(init_weights("lstm", 0)["fc.weight"], p["fc.weight"])  # its own stream
+
+
+@FAST
+def test_gru_gradients_fd():
+    p = gru_weights()
+    rs = np.random.RandomState(13)
+    x, y = rs.randn(4, 6, 1), rs.randn(4, 1)
+    loss, g = SR.gru_loss(p, x, y)
+    assert set(g) == set(p)
+    fd_check(lambda q: SR.gru_loss(q, x, y)[0], p, g)
+
+
 @FAST
 def test_losses_gradients_fd():
     rs = np.random.RandomState(14)

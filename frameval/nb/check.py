@@ -203,7 +203,7 @@ class Checker:
         self.batch_size, self.steps = int(batch_size), int(steps)
         # the workload's own options (its record's check_options, e.g. the LSTM's bias vectors), recorded by name
         known = self.wl.check_options if self.wl else {}
-        self.options = {k: int(options.get(k, v)) for k, v in known.items()}
+        self.options = {k: type(v)(options.get(k, v)) for k, v in known.items()}  # an int stays an int, a name a str
         self.ref_s, self.ref_cached = 0.0, False
         self.problems, self.ignored, self.diagnosis = [], [], []
         self.unreached: dict = {}  # section -> why the framework's API gives no access to it

@@ -9,7 +9,7 @@ from ..catalog import WORKLOAD_BY_KEY
 from ..result import Result
 from . import fmt, labels
 from .cells import cell, header
-from .spec import audit_count, match_counts, spec_counts, spec_settings
+from .spec import all_counts, audit_count, match_counts, spec_counts, spec_settings
 from .tables import SCOPE_PARTS, scope_text
 
 # settings_source values of a setting the framework has no API to read back
@@ -117,12 +117,15 @@ def _verdict(ok: bool, bad_text: str):
 
 def _param_rows(workload, rows, S, flags, structural):
     body = []
-    for net, expected in spec_counts(workload).items():
+    for net, expected in all_counts(workload, [w.result.params for w in rows]).items():
         line = [cell(S("audit_params", net=net), net), cell(fmt.integer(expected), expected)]
         bad = False
         for w in rows:
-            v = match_counts(workload, w.result.param_counts).get(net)
-            st = audit_count(workload, net, v)
+            if net not in spec_counts(workload, w.result.params):  # another cell's network (-p lstm.cell)
+                line.append(cell("—", None, "na", S("audit_other_network")))
+                continue
+            v = match_counts(workload, w.result.param_counts, w.result.params).get(net)
+            st = audit_count(workload, net, v, w.result.params)
             if st == "ok":
                 line.append(cell("✓ " + fmt.integer(v), v, "ok"))
             elif st == "structural":

@@ -62,7 +62,7 @@ def kernels_of(w, m) -> Kernels:
     batch = fmt.num(r.params.get("batch_size"))
     e = layers.entry_for(timing, w.fw, w.workload, int(batch) if batch else None, threads_of(r, m), w.mode,
                          r.framework_version)
-    if e is None:
+    if e is None or not layers.same_layers(e, w.workload, r.params):  # a GRU run is not the LSTM's layers
         return NO_KERNELS
     step = batch / w.samples_per_s if batch and w.samples_per_s else None
     measured = (m or {}).get("noise") or {}

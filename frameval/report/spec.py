@@ -15,14 +15,26 @@ def spec_settings(workload: str) -> dict:
     return dict(wl.spec_settings) if wl else {}
 
 
-def spec_counts(workload: str) -> dict:
+def spec_counts(workload: str, params: dict | None = None) -> dict:
+    """The spec's trainable parameters per network for a run's parameters (the LSTM's cell picks its network)."""
     wl = workloads.find(workload)
-    return dict(wl.param_counts) if wl else {}
+    if wl is None:
+        return {}
+    return dict(wl.counts_for(params or {}) if wl.counts_for else wl.param_counts)
 
 
-def match_counts(workload: str, counts: dict) -> dict:
+def all_counts(workload: str, params_list) -> dict:
+    """The spec's counts of every network the runs' parameters name, in their order."""
+    out: dict = {}
+    for p in params_list:
+        for k, v in spec_counts(workload, p).items():
+            out.setdefault(k, v)
+    return out or spec_counts(workload)
+
+
+def match_counts(workload: str, counts: dict, params: dict | None = None) -> dict:
     """{spec network: recorded count or None} for a result's `param_counts`."""
-    spec, wl = spec_counts(workload), workloads.find(workload)
+    spec, wl = spec_counts(workload, params), workloads.find(workload)
     counts = {str(k).lower(): v for k, v in (counts or {}).items()}
     out = {}
     for net in spec:
@@ -38,9 +50,9 @@ def match_counts(workload: str, counts: dict) -> dict:
     return out
 
 
-def audit_count(workload: str, net: str, value) -> str:
+def audit_count(workload: str, net: str, value, params: dict | None = None) -> str:
     """'ok', 'structural' (explained), 'mismatch' or 'missing'."""
-    expected, wl = spec_counts(workload).get(net), workloads.find(workload)
+    expected, wl = spec_counts(workload, params).get(net), workloads.find(workload)
     if not isinstance(value, (int, float)) or isinstance(value, bool) or value != value or value in (float("inf"), float("-inf")):
         return "missing"
     if int(value) == expected:

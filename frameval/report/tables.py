@@ -287,7 +287,8 @@ def params_cell(workload, w, S):
     counts = w.result.param_counts
     if not counts:
         return cell(fmt.NA, None, "na")
-    states = [audit_count(workload, net, v) for net, v in match_counts(workload, counts).items()]
+    params = w.result.params
+    states = [audit_count(workload, net, v, params) for net, v in match_counts(workload, counts, params).items()]
     t = " + ".join(fmt.integer(v) for v in counts.values())
     cls = "flag" if "mismatch" in states else ("warn" if "structural" in states else "")
     title = S("tip_params_mismatch") if cls == "flag" else (S("two_bias") if cls == "warn" else "")

@@ -210,6 +210,8 @@ class Workload:
     param_values: dict = field(default_factory=dict)
     # ---- FLOPs (frameval.flops)
     passes: Callable = None   # (params) -> (Pass, ...), per training sample
+    # the spec's counts for a run's parameters where they move them (the LSTM's -p lstm.cell=gru): (params) -> dict
+    counts_for: Callable = None
     # ---- layer timing (frameval.layers): every layer as the step runs it
     ops: Callable = None      # (params) -> (Op, ...)
     # ---- the report

@@ -13,21 +13,36 @@ WEIGHTS = (
 )
 # A framework that keeps two LSTM bias vectors has 128 more: structural, not a mismatch.
 TWO_BIAS_COUNT = 4513
+# The GRU (-p lstm.cell=gru, issue #70): gates r, z, n with the reset after the hidden product
+# (docs/workloads.md). Its two bias vectors are both needed: b_hn sits inside r * (W_hn h + b_hn).
+GRU_WEIGHTS = (
+    ("gru.weight_ih", (3 * HIDDEN, 1), "dense"), ("gru.weight_hh", (3 * HIDDEN, HIDDEN), "dense"),
+    ("gru.bias_ih", (3 * HIDDEN,), "zeros"), ("gru.bias_hh", (3 * HIDDEN,), "zeros"),
+    ("fc.weight", (1, HIDDEN), "dense"), ("fc.bias", (1,), "zeros"),
+)
+CELLS = ("lstm", "gru")  # -p lstm.cell: the recurrent layer
+COUNTS = {"lstm": {"lstm": 4385}, "gru": {"gru": 3393}}
+GATES = {"lstm": 4, "gru": 3}
 
 
-def layers(window: int = 20, hidden: int = HIDDEN) -> tuple:
+def cell_of(params) -> str:
+    return str((params or {}).get("cell") or "lstm")
+
+
+def layers(window: int = 20, hidden: int = HIDDEN, cell: str = "lstm") -> tuple:
     """The gate products split by what their input is: x (data) at every step,
-    h0 (the zero initial state, a constant) at the first, h_{t-1} after it."""
-    gates = 4 * hidden
-    return (Layer(f"LSTM W_ih x, 1→{gates}, x{window} steps", window * dense(1, gates), on_input=True),
-            Layer(f"LSTM W_hh h0, {hidden}→{gates}, step 1", dense(hidden, gates), on_input=True),
-            Layer(f"LSTM W_hh h, {hidden}→{gates}, steps 2–{window}", (window - 1) * dense(hidden, gates)),
+    h0 (the zero initial state, a constant) at the first, h_{t-1} after it.
+    A GRU has three gate blocks where an LSTM has four; the rest is the same."""
+    gates, name = GATES[cell] * hidden, cell.upper()
+    return (Layer(f"{name} W_ih x, 1→{gates}, x{window} steps", window * dense(1, gates), on_input=True),
+            Layer(f"{name} W_hh h0, {hidden}→{gates}, step 1", dense(hidden, gates), on_input=True),
+            Layer(f"{name} W_hh h, {hidden}→{gates}, steps 2–{window}", (window - 1) * dense(hidden, gates)),
             Layer(f"dense {hidden}→1", dense(hidden, 1)))
 
 
 def _passes(params) -> tuple:
     p = params or {}
-    return (Pass("step", layers(int(p.get("window") or 20), int(p.get("hidden") or HIDDEN))),)
+    return (Pass("step", layers(int(p.get("window") or 20), int(p.get("hidden") or HIDDEN), cell_of(p))),)
 
 
 def ops(params=None) -> tuple:
@@ -35,9 +50,10 @@ def ops(params=None) -> tuple:
     (its gate products and gate arithmetic, as the framework runs them), the
     last hidden state's dense layer and the loss."""
     p = params or {}
-    window, hidden = int(p.get("window") or 20), int(p.get("hidden") or HIDDEN)
-    gates = 4 * hidden
-    return (Op(f"LSTM 1→{hidden}, {window} steps", "recurrent", (window, 1), (("hidden", hidden),), ((1, False, True),),
+    window, hidden, cell = int(p.get("window") or 20), int(p.get("hidden") or HIDDEN), cell_of(p)
+    gates = GATES[cell] * hidden
+    args = (("hidden", hidden),) + ((("cell", cell),) if cell != "lstm" else ())
+    return (Op(f"{cell.upper()} 1→{hidden}, {window} steps", "recurrent", (window, 1), args, ((1, False, True),),
                window * dense(1, gates) + window * dense(hidden, gates)),
             Op(f"dense {hidden}→1", "dense", (hidden,), (("out", 1),), macs=dense(hidden, 1)),
             Op("mean squared error", "mse", (1,), uses=((1, True, False),)))
@@ -74,16 +90,23 @@ def _sample(kit, seed, size):
         return x, rng.standard_normal((size, 1)).astype(np.float32), "random (CO2 cache missing)"
 
 
-def _initial(kit, seed, lstm_biases=1):
+def _initial(kit, seed, lstm_biases=1, cell="lstm"):
+    if cell == "gru":  # two biases by definition: lstm_biases does not apply
+        return kit.R.as64(kit.init("gru", seed))
     return _ref().lstm_params(kit.R.as64(kit.init("lstm", seed)), lstm_biases)
 
 
 def _forward(kit, w0, batch):
-    return {"pred": _ref().lstm_forward(w0, kit.np.asarray(batch["x"], kit.np.float64))[0]}
+    return {"pred": _ref().forward(w0, kit.np.asarray(batch["x"], kit.np.float64))[0]}
 
 
 def _train(kit, w0, batches, lr, kink=None):
-    return _ref().lstm_train(w0, batches, lr)
+    return _ref().train(w0, batches, lr)
+
+
+def _counts(params) -> dict:
+    """The spec's trainable parameters for the run's cell."""
+    return dict(COUNTS.get(cell_of(params), COUNTS["lstm"]))
 
 
 def _expected(w0):
@@ -135,7 +158,8 @@ def _finding(S, fmt, name, best, worst, show):
 
 
 WORKLOAD = Workload(
-    key="lstm", order=3, display="LSTM", params=COMMON_PARAMS + ("window", "hidden", "series"), param_counts={"lstm": 4385},
+    key="lstm", order=3, display="LSTM", params=COMMON_PARAMS + ("window", "hidden", "series", "cell"),
+    param_counts=COUNTS["lstm"], counts_for=_counts,
     quality=Quality("val_r2", "col_val_r2", "axis_r2", True, False, format="fixed4"),
     data_name=datasets.series_name, train_samples=datasets.series_train, data_problem=datasets.series_problem,
     too_few=datasets.series_too_few, prepare_data=_prepare,
@@ -143,13 +167,14 @@ WORKLOAD = Workload(
     # hidden is a parameter so the notebooks name it, but the shared initial weights
     # and the numpy reference are defined for the spec's 32 only.
     param_rules={"window": (1, "a positive integer"), "hidden": (1, "a positive integer")},
-    param_values={"series": tuple(datasets.SERIES_POINTS), "hidden": (HIDDEN,)},
+    param_values={"series": tuple(datasets.SERIES_POINTS), "hidden": (HIDDEN,), "cell": CELLS},
     default_lr=1e-3, forward_outputs=("pred",), losses=("loss",),
     # the recurrence passes its gate products once per step of the 20-step window, then the dense (nb/amp.py)
     amp_depth=20 + 1, amp_reduction=HIDDEN + 1,
-    networks=(Network("lstm", 3, WEIGHTS, ("lstm", "model", "total")),),
+    networks=(Network("lstm", 3, WEIGHTS, ("lstm", "model", "total")),
+              Network("gru", 5, GRU_WEIGHTS, ("gru", "model", "total"))),
     sample=_sample, batch=datasets.labelled_batch, initial=_initial, forward=_forward,
-    train=_train, expected=_expected, check_options={"lstm_biases": 1},
+    train=_train, expected=_expected, check_options={"lstm_biases": 1, "cell": "lstm"},
     passes=_passes, ops=ops,
     profiles={"quick": {"epochs": 15}, "full": {}},
     spec_settings={"batch_size": 32, "lr": 1e-3, "optimizer": "Adam", "betas": [0.9, 0.999], "adam_eps": 1e-8,
