@@ -47,6 +47,7 @@ FILES = {
     "test_faults.py": (11, 440),
     "test_gemm.py": (0, 60),  # each framework's own GEMM script on 1 and 2 threads, in its environment: 46 s alone
     "test_gpt.py": (2, 240),  # the GPT, tiny: torch graph and eager, the six others graph: 217 s in the suite (2026-11-27 afternoon, idle, load 1.8-2.9)
+    "test_gru.py": (1, 240),  # the LSTM and the GRU eager in all seven frameworks, tiny, and the report: 14 runs
     "test_high_api.py": (1, 60),
     "test_kernel_ready.py": (0, 15),  # five real kernel starts
     "test_lab.py": (4, 70),

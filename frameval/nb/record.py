@@ -231,13 +231,18 @@ class _EpochTimer:
         if self.rec.sync and self.rec.result.get("energy", {}).get("available"):
             self.rec.sync()  # queued work (the check's) ends before the counter's first reading
         self.e0 = self.rec._nvml.energy_mj()  # outside the epoch's clock: an NVML call is not training
+        self.eval_cpu = 0.0  # the evaluations' CPU time, taken off the epoch's like their seconds
         self.watch = measure.Stopwatch(self.rec.sync).start()
+        self.cpu0 = measure.own_cpu_s()
         return self.ep
 
     def __exit__(self, exc_type, exc, tb):
         secs = self.watch.stop() - self.eval_s
+        cpu1 = measure.own_cpu_s()
         if exc_type is None:
             self.ep["seconds"] = secs
+            if self.cpu0 is not None and cpu1 is not None:
+                self.ep["cpu_s"] = round(cpu1 - self.cpu0 - self.eval_cpu, 6)
             self._energy(secs)
             if self.rec.evaluation:
                 self.ep["eval_s"] = round(self.eval_s, 6)
@@ -276,11 +281,13 @@ class _EpochTimer:
         so_far = time.perf_counter() - self.watch.t0 - self.eval_s
         earlier_s = sum(e["seconds"] for e in self.rec.epochs if isinstance(e.get("seconds"), float))
         earlier_n = sum(int(e.get("samples") or 0) for e in self.rec.epochs)
-        e_a = self.rec._nvml.energy_mj()
+        e_a, c_a = self.rec._nvml.energy_mj(), measure.own_cpu_s()
         self.eval_s += schedule.evaluate(sync, epoch=self.ep["epoch"], step=done, steps=len(items),
                                          samples=earlier_n + sum(len(x) for x in items[:done]),
                                          train_s=earlier_s + so_far)
-        e_b = self.rec._nvml.energy_mj()  # evaluate() ends with a sync
+        e_b, c_b = self.rec._nvml.energy_mj(), measure.own_cpu_s()  # evaluate() ends with a sync
+        if c_a is not None and c_b is not None:
+            self.eval_cpu += c_b - c_a
         if e_a is not None and e_b is not None:
             self.eval_mj += e_b - e_a
 
@@ -593,6 +600,7 @@ class Recorder:
                 msg = "one epoch only: the first epoch (with warm-up) is all that was measured"
                 if msg not in r["notes"]:
                     r["notes"].append(msg)
+            r["cpu_cores"] = cores_in_use(self.epochs)
         self._summarise_timing()
         self._summarise_memory()
         r["machine"] = measure.machine_state(self._machine_before)
@@ -722,6 +730,16 @@ class Recorder:
         r = self.result
         keys = ("first_epoch_s", "steady_epoch_s", "samples_per_s", "peak_rss_mb", "peak_device_mb")
         return " | ".join(f"{k}={_fmt(r.get(k))}" for k in keys)
+
+
+def cores_in_use(epochs) -> float | None:
+    """CPU use in training (#70, the seed's "CPU 202%"): the process's CPU time (user and system,
+    every thread) over wall time in the steady epochs (after the first), evaluations left out of
+    both; 2.0 is two cores busy for the whole epoch. None with no steady epoch that has both."""
+    steady = [e for e in list(epochs)[1:] if isinstance(e.get("cpu_s"), (int, float))
+              and isinstance(e.get("seconds"), (int, float)) and e["seconds"] > 0]
+    wall = sum(e["seconds"] for e in steady)
+    return round(sum(e["cpu_s"] for e in steady) / wall, 3) if steady and wall > 0 else None
 
 
 def _round(v, nd=1):

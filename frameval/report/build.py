@@ -32,6 +32,7 @@ from .spec import WORKLOADS, framework_name, order_key
 from .mistakes import mistakes_section
 from .modes import mode_section
 from .mixed import mixed_section
+from .recurrent import recurrent_section
 from .analysis import analyse
 from .highapi import api_section
 from .timing import timing_section
@@ -256,7 +257,7 @@ def _behaviour(request, S, problems) -> tuple:
 
 def _pairs(rows, S, charts, problems, repo, an, peaks) -> tuple:
     """The sections that pair runs of one framework: graph against eager, the high-level API against the
-    basic loop, mixed precision against float32."""
+    basic loop, mixed precision against float32, the GRU against the LSTM."""
     modes = problems.run(S("what_section", name=S("h_modes")), mode_section, rows, S,
                          default=lambda it: {"error": it["text"]})
     if modes and "error" not in modes:
@@ -265,7 +266,9 @@ def _pairs(rows, S, charts, problems, repo, an, peaks) -> tuple:
                             default=lambda it: {"error": it["text"]})
     mixed = problems.run(S("what_section", name=S("h_mixed")), mixed_section, rows, an, peaks, S,
                          default=lambda it: {"error": it["text"]})
-    return modes, high_api, mixed
+    rnn = problems.run(S("what_section", name=S("h_rnn")), recurrent_section, rows, an, S,
+                       default=lambda it: {"error": it["text"]})
+    return modes, high_api, mixed, rnn
 
 
 def _summary(sections, scaling, found) -> list:
@@ -298,7 +301,7 @@ def _context(request, S, problems, assets_dir) -> dict:
     check = _check(rows, S, problems)
     versions = problems.run(S("what_section", name=S("h_versions")), version_section, rows, S, request["threshold"],
                             default=lambda it: {"error": it["text"]})
-    modes, high_api, mixed = _pairs(rows, S, charts, problems, request["repo"], an, peaks)
+    modes, high_api, mixed, rnn = _pairs(rows, S, charts, problems, request["repo"], an, peaks)
     scaling = problems.run(S("what_section", name=S("h_scaling")), scaling_section, rows, wls, S, charts, problems, an,
                            default=lambda it: {"error": it["text"]})
     errors = problems.run(S("what_section", name=S("h_errors")), error_entries, rows, request["out_dir"], S, default=[])
@@ -330,7 +333,7 @@ def _context(request, S, problems, assets_dir) -> dict:
         "notes_md": notes_markdown(notes_md), "notes_html": problems.run(S("what_notes"), notes_html, notes_md, default="")
         if notes_md else "",
         "summary_assets": assets, "env": env, "sections": sections, "audits": audits, "check": check,
-        "versions": versions, "modes": modes, "mixed": mixed, "high_api": high_api, "scaling": scaling,
+        "versions": versions, "modes": modes, "mixed": mixed, "rnn": rnn, "high_api": high_api, "scaling": scaling,
         "code": code, "errors": errors, "reproduce": repro, "defects": defects, "timing": timing,
         "behaviour": behaviour, "mistakes": mistakes, "install": install, "multi_host": loaded["multi_host"], "hosts": loaded["hosts"],
         "name": request["name"], "generated": request["now"].isoformat(timespec="seconds"),

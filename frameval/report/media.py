@@ -12,7 +12,7 @@ from ..catalog import WORKLOAD_BY_KEY
 from . import fmt
 from .called import quality_called, seed_spread
 from .defects import SUBSTITUTE_MARK, substitutes
-from .model import arithmetic, fastest_by_group, rank_group, run_windows, speed_ratio
+from .model import arithmetic, fastest_by_group, network, rank_group, run_windows, speed_ratio
 
 
 
@@ -27,13 +27,15 @@ def dev_suffix(S, device, devices):
 def group_suffix(S, group, wrows) -> str:
     """What tells one ranking of a workload from another: its device (where it
     is not the only CPU) and its size (where runs of several sizes are merged)."""
-    device, (n, batch), arith = group
+    device, (n, batch), arith, net = group
     text = dev_suffix(S, device, {w.device for w in wrows})
     if len({w.size for w in wrows if w.device == device}) > 1:
         text += S("size_suffix", n=fmt.integer(n) if n is not None else fmt.NA,
                   batch=fmt.integer(batch) if batch is not None else fmt.NA)
     if len({arithmetic(w) for w in wrows}) > 1:  # float32 and bfloat16 runs are ranked apart (#69)
         text += S("arith_suffix", fmt=arith)
+    if len({network(w) for w in wrows}) > 1:  # an LSTM and a GRU are ranked apart (#70)
+        text += S("arith_suffix", fmt=net.upper())
     return text
 
 

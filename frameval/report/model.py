@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .. import speed
-from ..catalog import MIXED
+from ..catalog import MIXED, WORKLOAD_BY_KEY
 from ..cpu import BF16_FLAGS
 from ..files import PLAN, RUNS, read_json
 from ..result.folder import Environment, Plan
@@ -372,11 +372,21 @@ def emulated(w) -> bool:
     return isinstance(isa, list) and not any(f in isa for f in BF16_FLAGS)
 
 
+def network(w) -> str:
+    """The network a run trained where its parameters choose it (the LSTM workload's GRU,
+    -p lstm.cell=gru: another function, another count); "" where the workload has one."""
+    wl = WORKLOAD_BY_KEY.get(w.workload)
+    if wl is None or wl.counts_for is None:
+        return ""
+    return "+".join(sorted(wl.counts_for(w.result.params)))
+
+
 def rank_group(w) -> tuple:
     """The runs ranked against each other: one device, one size, one arithmetic
     (a bfloat16 run is set against its float32 twin in "Mixed precision", never ranked
-    with float32 runs)."""
-    return (w.device, w.size or (None, None), arithmetic(w))
+    with float32 runs), one network (a GRU is set against its LSTM twin in "LSTM against
+    GRU", never ranked with LSTM runs)."""
+    return (w.device, w.size or (None, None), arithmetic(w), network(w))
 
 
 def fastest_by_group(rows) -> dict:

@@ -69,6 +69,7 @@ def _heads(S, opt, qcols):
               header(S("col_samples_per_s"), True, S("tip_samples_per_s")),
               header(S("col_vs_fastest"), True, S("tip_vs_fastest")),
               header(S("col_gflops"), True, S("tip_gflops_col")),
+              header(S("col_cpu_cores"), True, S("tip_cpu_cores")),
               header(S("col_peak_rss"), True, S("tip_peak_rss")), header(S("col_mem_check_part"), True, S("tip_mem_check_part")),
               header(S("col_rss_import"), True),
               header(S("col_peak_device"), True, S("tip_peak_device")),
@@ -124,6 +125,7 @@ def _line(w, c):
     rivals = [x for x in c["ranked"] if x is not best and x.counted and speed_ratio(x, best) is not None]
     cells.append(ratio_cell(w, best, S, c["an"], ranked=bool(rivals)))
     cells.append(gflops_cell(c["an"].peak(w), S))
+    cells.append(cores_cell(w, S))
     parts = r.memory_parts()  # one meaning a column (#67): import, check and training as parts
     cells.append(_mb_cell(parts["training"], S("tip_peak_rss_method", method=r.memory.get("method"))
                           if r.memory.get("method") else S("tip_peak_rss_old"), bound=not parts["reset"]))
@@ -281,6 +283,15 @@ def steady_cell(w, S):
         if w.noisy:
             cls = "warn"
     return cell(t, w.steady, cls, title)
+
+
+def cores_cell(w, S):
+    """CPU use in training, in cores (the process's CPU time over wall time, steady epochs)."""
+    v = fmt.num(w.result.cpu_cores)
+    if v is None:
+        return cell(fmt.NA, None, "na", S("tip_cpu_cores_na"))
+    threads = (w.result.threads_effective or {}).get("intra")
+    return cell(f"{v:.2f}", v, "", S("tip_cpu_cores_run", threads=threads if threads else fmt.NA))
 
 
 def params_cell(workload, w, S):

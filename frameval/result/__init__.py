@@ -175,6 +175,7 @@ class Result:
     started: str | None = _field(_text, None)
     # what the notebook adds as it runs
     param_count_note: str | None = _field(_text)
+    cpu_cores: Recorded = _field(_recorded)      # CPU use in the steady epochs: process CPU time over wall time (#70)
     repeats: list = _field(as_list)             # steady epoch seconds of every repeat (the runner merges them)
     timing: dict = _field(as_dict)              # {"window", "windows": [{"epoch", "steps", "samples", "seconds"}],
     #                                             "steady_windows", "outlier_windows", "min_windows"}

@@ -212,6 +212,9 @@ class Workload:
     passes: Callable = None   # (params) -> (Pass, ...), per training sample
     # the spec's counts for a run's parameters where they move them (the LSTM's -p lstm.cell=gru): (params) -> dict
     counts_for: Callable = None
+    # a parameter that swaps the network for another, its base value and the other: the report sets each run
+    # of the other against its twin of the base (the LSTM's ("cell", "lstm", "gru"): report/recurrent.py)
+    variant: tuple = ()
     # ---- layer timing (frameval.layers): every layer as the step runs it
     ops: Callable = None      # (params) -> (Op, ...)
     # ---- the report

@@ -40,4 +40,19 @@ FRAMEWORK = Framework(
             "found_by": "the first call of the notebook's attention on the CPU",
             "cost": "none measured: the same fused op, a (t, t) mask tensor more",
         },
+        "no-gru": {
+            "pattern": r"class GRU\(M\.Module\)",
+            "summary": "MegEngine has no GRU layer (megengine.module has RNN and LSTM only, the RNN operator's modes are identity, ReLU and tanh); the GRU (-p lstm.cell=gru) is written in MegEngine ops (matmul, split, sigmoid/tanh per step)",
+            "versions": "1.13.0",
+            "found_by": "the GRU in the LSTM's place (-p lstm.cell=gru, #70): megengine.module has no GRU",
+            "cost": "an op-by-op recurrence; there is no fused GRU kernel to set it against",
+            "substitute": "GRU in MegEngine ops",
+        },
+        "elemwise-broadcast-strided": {
+            "pattern": r"F\.zeros\(\(x\.shape\[0\], self\.hidden_size\)\)",
+            "summary": "an elementwise op on a column slice (rows strided) and a vector broadcast over its rows reads the slice as if its rows were packed (wrong from the second row on; eager and jit.trace); the GRU starts from a zero state tensor, so its first step adds two (N, h) slices of one shape instead of bias_hh's slices broadcast",
+            "versions": "1.13.0",
+            "found_by": "the GRU's check (forward 8e-5 off the reference, its first step's gates 0.25 off)",
+            "cost": "one product of the zero state with W_hh more per sequence (the first of 20 steps)",
+        },
     })

@@ -159,7 +159,7 @@ def _finding(S, fmt, name, best, worst, show):
 
 WORKLOAD = Workload(
     key="lstm", order=3, display="LSTM", params=COMMON_PARAMS + ("window", "hidden", "series", "cell"),
-    param_counts=COUNTS["lstm"], counts_for=_counts,
+    param_counts=COUNTS["lstm"], counts_for=_counts, variant=("cell",) + CELLS,
     quality=Quality("val_r2", "col_val_r2", "axis_r2", True, False, format="fixed4"),
     data_name=datasets.series_name, train_samples=datasets.series_train, data_problem=datasets.series_problem,
     too_few=datasets.series_too_few, prepare_data=_prepare,
