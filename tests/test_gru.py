@@ -68,8 +68,8 @@ def test_every_framework_trains_the_gru_it_is_checked_against(both):
 
 def test_the_report_sets_each_gru_against_its_lstm(both):
     md = (both["out"] / "report.md").read_text()
-    assert "## LSTM against GRU" in md
-    table = md.split("## LSTM against GRU", 1)[1].split("\n## ", 1)[0]
+    assert "## GRU against the LSTM" in md
+    table = md.split("## GRU against the LSTM", 1)[1].split("\n## ", 1)[0]
     rows = [line for line in table.splitlines() if line.startswith("| ") and "eager" in line]
     assert len(rows) == len(FRAMEWORKS), table
     for (fw, c), g in both["results"].items():
