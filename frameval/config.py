@@ -28,7 +28,7 @@ from .optionchecks import check_env_backend, check_lang, check_threshold
 from .exits import BadInput
 from .executors.slurm_config import SlurmConfig
 from .paths import REPO
-from .plan import PlanError, Run, build_plan
+from .plan import SERVE_CALLS, PlanError, Run, build_plan
 
 
 @dataclass
@@ -67,6 +67,7 @@ class RunConfig:
     probe_from: str = ""    # --probe-from FILE: an earlier probe's machine.json, checked to be this CPU's
     behaviour: bool = False  # --behaviour: tensor behaviour against NumPy and error messages (frameval/behaviour.py)
     layers: bool = False     # --layers: every layer timed in every framework at the runs' shapes (frameval/layers.py)
+    serve: bool = False      # --serve: the serving latencies over 100 calls each (p99), not the profile's fewer
     executor: str = "local"
     slurm: SlurmConfig = field(default_factory=SlurmConfig)
     # What validation found: the plan, and the user's own interpreters.
@@ -215,7 +216,9 @@ class RunConfig:
                 raise BadInput(str(e)) from None
 
     def _plan(self) -> None:
-        params = list(self.param) + ([f"dataset={self.data}"] if self.data else []) + self._threads_param()
+        # --serve first: a -p serve_calls of the user's own comes later and wins
+        params = ([f"serve_calls={SERVE_CALLS}"] if self.serve else []) + list(self.param) + (
+            [f"dataset={self.data}"] if self.data else []) + self._threads_param()
         if (self.data_dir or self.download_mnist) and not any(
                 p.split("=")[0].split(".")[-1] == "dataset" for p in params):
             params.append("dataset=full")

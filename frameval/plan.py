@@ -27,12 +27,16 @@ RULES = {
     "epochs": (1, "a positive integer"), "batch_size": (1, "a positive integer"),
     "lr": (0.0, "a positive number"), "threads": (0, "0 (all cores) or more"),
     "max_train_samples": (0, "0 (all) or more"), "seed": (0, "0 or more"),
+    "serve_calls": (1, "a positive integer (100 or more for a p99)"),
 }
 # A workload's own parameters have their rules in its record (param_rules, param_values).
 ALLOWED = {"api": APIS, "precision": PRECISIONS}
 
 
 MAX_REPEATS = 100
+# --serve's timed calls per batch size: the fewest with a 99th percentile that is not just the slowest
+# call (the quick profile times fewer, and its report says p99 is not available: docs/serving.md)
+SERVE_CALLS = 100
 MAX_SEEDS = 100
 
 

@@ -135,6 +135,9 @@ def _behaviour_option(p) -> None:
                    help="also time every layer of each workload's step in each framework at the runs' own batch, "
                         "threads and mode: the report's per-layer tables, and each run set against its own "
                         "framework's layer times (minutes the first time, cached after: docs/layers.md)")
+    p.add_argument("--serve", action="store_true",
+                   help="time the saved models' predictions over 100 calls at each batch size, for a p99 "
+                        "(the quick profile times 20: p50 and p90 only; docs/serving.md)")
 
 
 def _sweep_options(p) -> None:

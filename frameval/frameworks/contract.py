@@ -19,7 +19,7 @@ Capabilities planned next add their methods here, each in its own issue, in
 the same form (a function in every `support.py`, its parameters fixed here):
 the layer timing's part is `frameworks/<fw>/layers.py` (`setup`,
 `substitutes`, `build`); mixed precision is `autocast(rec, precision)` (#69);
-saving and loading add `save(rec, state, path)` and `load(rec, path)`.
+saving for deployment and loading it back are `export` and `load` (#70).
 Standard library only.
 """
 from __future__ import annotations
@@ -70,6 +70,20 @@ class Support(Protocol):
         `on` is what the check's float32 pass turns off and training runs with. Raises
         NotOffered, with the framework's own error where it has one, where its AMP cannot
         run on this device: the run is then recorded as not offered, never as float32."""
+
+    def export(self, rec, model, example, path) -> str:
+        """The trained model saved for deployment (#70, frameval/nb/serving.py) in the
+        framework's own recommended format, into the folder `path` (there, empty):
+        its weights and its forward, loadable without the notebook's code, taking any batch
+        size. `model` is what the notebook serves (a module, a layer, or for JAX the
+        forward with its trained weights closed over); `example` a numpy batch of its
+        input. Returns the format in words (what it is and why it is the one). Raises
+        NotOffered, with the framework's error, where the framework cannot export it."""
+
+    def load(self, path, device: str):
+        """In a fresh process of the environment: the model `export` wrote to `path`,
+        loaded onto `device` without the notebook's code. Returns predict(x) -> numpy,
+        from a numpy batch of any size, finished (synchronised) when it returns."""
 
 
 # the contract's functions and the parameter names each must accept, in order

@@ -229,3 +229,31 @@ def load_weights(module, weights, dev):
     for m in module.modules():
         if isinstance(m, torch.nn.modules.batchnorm._BatchNorm) and m.num_batches_tracked is not None:
             m.num_batches_tracked.zero_()
+
+
+def export(rec, model, example, path):
+    """torch.export's ExportedProgram in a .pt2 archive (torch.export.save): PyTorch's
+    recommended form for deployment since TorchScript went into maintenance; the graph of
+    aten operators with the weights, a dynamic batch dimension (any size from 1)."""
+    import warnings
+
+    from torch.export import Dim
+    dev = next(model.parameters()).device
+    x = torch.from_numpy(example).to(dev)
+    with torch.no_grad(), warnings.catch_warnings():
+        # nn.LSTM reassigns its _flat_weights during the trace: a warning, not a fault
+        warnings.simplefilter("ignore", UserWarning)
+        program = torch.export.export(model, (x,), dynamic_shapes=({0: Dim("batch", min=1)},))
+    torch.export.save(program, os.path.join(path, "model.pt2"))
+    return "torch.export ExportedProgram (.pt2, torch.export.save), dynamic batch"
+
+
+def load(path, device):
+    """The .pt2 archive loaded with torch.export.load; its module run under no_grad."""
+    dev = torch.device("cuda" if device == "gpu" else "cpu")
+    module = torch.export.load(os.path.join(path, "model.pt2")).module().to(dev)
+
+    def predict(x):
+        with torch.no_grad():
+            return module(torch.from_numpy(x).to(dev)).cpu().numpy()
+    return predict
