@@ -37,6 +37,9 @@ MAX_REPEATS = 100
 # --serve's timed calls per batch size: the fewest with a 99th percentile that is not just the slowest
 # call (the quick profile times fewer, and its report says p99 is not available: docs/serving.md)
 SERVE_CALLS = 100
+# "off": the runs leave serving out unless -p serve=true asks (tests/conftest.py sets it: the suite's
+# hundreds of tiny runs would each pay a framework import and an export; its serving tests ask)
+SERVE_DEFAULT_VAR = "FRAMEVAL_SERVE_DEFAULT"
 MAX_SEEDS = 100
 
 

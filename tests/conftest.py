@@ -15,6 +15,9 @@ sys.path.insert(0, str(REPO))
 # report's intervals and wording would then depend on whether `bench noise` was run here. Its own
 # folder, emptied with the suite's temporary files (tests that measure noise set theirs).
 os.environ["FRAMEVAL_NOISE_DIR"] = str(REPO / ".frameval" / "test-tmp" / "noise")
+# Runs leave serving out unless a test asks with -p serve=true (frameval/plan.py SERVE_DEFAULT_VAR): the
+# suite's runs would each pay a framework import and an export; the matrix serves every run.
+os.environ["FRAMEVAL_SERVE_DEFAULT"] = "off"
 
 class Clock:
     """A virtual perf_counter for the recorder (monkeypatched over its modules'
@@ -34,6 +37,8 @@ class Clock:
 # a steady one) and a LeNet accuracy above chance, small enough for CI.
 TINY = ["-p", "epochs=2", "-p", "lenet.max_train_samples=512", "-p", "dcgan.batch_size=16",
         "-p", "dcgan.max_train_samples=32", "-p", "lstm.max_train_samples=256"]
+# The matrix's runs save, load in a fresh process and serve (nb/serving.py), with few timed calls
+SERVED = ["-p", "serve=true", "-p", "serve_calls=3"]
 
 
 def run_all(*args, timeout=None, check=False):
@@ -49,7 +54,7 @@ def matrix(tmp_path_factory):
     """The real pipeline, once: every framework x workload x both modes on tiny
     sizes, in the real framework environments, then the collector."""
     out = tmp_path_factory.mktemp("matrix")
-    p = run_all("--mode", "both", "--out", str(out), *TINY, "--timeout", "900")
+    p = run_all("--mode", "both", "--out", str(out), *TINY, *SERVED, "--timeout", "900")
     (out / "runner-stdout.txt").write_text(p.stdout + "\n---- stderr ----\n" + p.stderr)
     results = {}
     for f in sorted((out / "runs").glob("*/*/result.json")):

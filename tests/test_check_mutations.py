@@ -82,7 +82,7 @@ def execute(fw, nb, tmp_path, **params):
     """Run a notebook through papermill in its framework's kernel -> its result.json."""
     os.environ.update(envs.jupyter_env())
     papermill.execute_notebook(str(nb), str(tmp_path / "out.ipynb"), kernel_name=envs.kernel_name(fw),
-                               parameters=dict(params, out_dir=str(tmp_path / "run")),
+                               parameters=dict(params, out_dir=str(tmp_path / "run"), serve=False),
                                progress_bar=False, cwd=str(tmp_path))
     return json.loads((tmp_path / "run" / "result.json").read_text())
 

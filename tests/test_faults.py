@@ -166,3 +166,24 @@ def test_environment_that_fails_to_build(tmp_path):
     assert r["mxnet", "lstm"]["status"] == "failed" and r["mxnet", "lstm"]["error"]["type"] == "EnvBuildError"
     assert r["torch", "lstm"]["status"] == "ok"
     assert "EnvBuildError" in (out / "report.md").read_text()
+
+
+def test_full_disk_and_corrupt_model_while_serving(tmp_path):
+    """#70: a full disk under the export (a real 16 KiB tmpfs) and a saved model corrupted before its
+    fresh-process load: each is the run's serving failure with its cause; training, the check and the
+    other figures stay, and the report shows both failures."""
+    p = run_with_fault(tmp_path, "torch/lenet:serve-full;torch/lstm:serve-corrupt", "-p", "serve=true",
+                       "-p", "serve_calls=3")
+    assert p.returncode == 0, p.stdout + p.stderr
+    r = results(tmp_path)
+    full, bad = r["lenet-eager"], r["lstm-eager"]
+    assert full["status"] == "ok" and bad["status"] == "ok"
+    assert full["serving"]["stage"] == "save" and "No space left on device" in full["serving"]["error"], full["serving"]
+    assert bad["serving"]["stage"] == "load" and bad["serving"]["status"] == "failed", bad["serving"]
+    assert bad["serving"]["bytes"] > 0 and bad["serving"]["format"].startswith("torch.export")
+    assert full["check"]["ok"] and len(full["epochs"]) == 2 and full["test_acc"] > 0
+    md = (tmp_path / "report.md").read_text()
+    section = md.split('<a name="serving"></a>')[1]
+    assert "failed at save: OSError: [Errno 28] No space left on device" in section
+    assert f"failed at load: {bad['serving']['error']}" in section
+    assert "saving or serving failed at save" in md.split('<a name="serving"></a>')[0]  # the summary's flag

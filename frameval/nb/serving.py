@@ -99,8 +99,11 @@ def serve(rec, fw, model, inputs, predict, *, batch: int, what: str = "") -> dic
         expected = _predict_all(predict, inputs, batch).astype(np.float32)
     except Exception as e:  # noqa: BLE001 - recorded: the run's other results stay
         return _keep(rec, dict(record, **_failed("predict", e)))
+    fault = _fault(rec)
     t0 = time.perf_counter()
     try:
+        if fault == "serve-full":
+            _full_disk(folder / MODEL)
         # two inputs: the smallest example that keeps the batch dimension free (a tracer
         # specialises a size of 1), and small, since some formats keep their example (.pt2)
         fmt = fw.export(rec, model, inputs[:2], folder / MODEL)
@@ -108,7 +111,12 @@ def serve(rec, fw, model, inputs, predict, *, batch: int, what: str = "") -> dic
         status = "not_offered" if type(e).__name__ == "NotOffered" else None
         out = dict(record, **_failed("save", e))
         return _keep(rec, dict(out, status=status) if status else out)
+    finally:
+        if fault == "serve-full":
+            subprocess.run(["umount", str(folder / MODEL)], capture_output=True)
     record.update(format=str(fmt), save_s=round(time.perf_counter() - t0, 4), bytes=folder_bytes(folder / MODEL))
+    if fault == "serve-corrupt":
+        _corrupt(folder / MODEL)
     try:
         np.save(folder / INPUTS, inputs)
         np.save(folder / EXPECTED, expected)
@@ -121,6 +129,31 @@ def serve(rec, fw, model, inputs, predict, *, batch: int, what: str = "") -> dic
     except subprocess.TimeoutExpired:
         child = {"status": "failed", "stage": "load", "error": f"the serving process ran past {CHILD_TIMEOUT_S} s"}
     return _keep(rec, dict(record, **child))
+
+
+def _fault(rec) -> str:
+    """The fault tests' hook (FRAMEVAL_INJECT_FAULT="<fw>/<workload>:serve-full|serve-corrupt", as
+    nb/record.py's): a full disk under the export, or a saved model corrupted before its load."""
+    for spec in os.environ.get("FRAMEVAL_INJECT_FAULT", "").split(";"):  # several: one per run
+        target, _, kind = spec.partition(":")
+        if target == f"{rec.framework}/{rec.workload}" and kind.startswith("serve-"):
+            return kind
+    return ""
+
+
+def _full_disk(path: Path) -> None:
+    """A real full disk: a 16 KiB tmpfs mounted where the export writes (root only: a test that
+    cannot mount fails on this error, never passes)."""
+    p = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", str(path)], capture_output=True, text=True)
+    if p.returncode:
+        raise RuntimeError(f"the serve-full fault could not mount a tmpfs: {p.stderr.strip()}")
+
+
+def _corrupt(path: Path) -> None:
+    """Every saved file cut to half its size and its first bytes overwritten."""
+    for f in (x for x in Path(path).rglob("*") if x.is_file()):
+        data = f.read_bytes()
+        f.write_bytes(b"\x00corrupt" + data[9:len(data) // 2])
 
 
 def _keep(rec, record: dict) -> dict:
@@ -148,6 +181,7 @@ def percentiles(seconds, calls: int) -> dict:
     out = {f"p{q}": float(np.percentile(ms, q)) for q in (50, 90)}
     out["p99"] = float(np.percentile(ms, 99)) if calls >= P99_CALLS else None
     out["calls"] = int(calls)
+    out["ms"] = [round(float(v), 5) for v in ms]  # every call: the report's interval on the median
     return out
 
 

@@ -33,6 +33,7 @@ from .mistakes import mistakes_section
 from .modes import mode_section
 from .mixed import mixed_section
 from .recurrent import recurrent_section
+from .serving import serving_section
 from .analysis import analyse
 from .highapi import api_section
 from .timing import timing_section
@@ -271,6 +272,11 @@ def _pairs(rows, S, charts, problems, repo, an, peaks) -> tuple:
     return modes, high_api, mixed, rnn
 
 
+def _serving(rows, S, problems):
+    return problems.run(S("what_section", name=S("h_serving")), serving_section, rows, S,
+                        default=lambda it: {"error": it["text"]})
+
+
 def _summary(sections, scaling, found) -> list:
     """The summary's findings, the scaling section's after them; and each workload's verdict
     in words: the summary's own speed (with its ratios), quality and memory sentences, above
@@ -302,6 +308,7 @@ def _context(request, S, problems, assets_dir) -> dict:
     versions = problems.run(S("what_section", name=S("h_versions")), version_section, rows, S, request["threshold"],
                             default=lambda it: {"error": it["text"]})
     modes, high_api, mixed, rnn = _pairs(rows, S, charts, problems, request["repo"], an, peaks)
+    serving = _serving(rows, S, problems)
     scaling = problems.run(S("what_section", name=S("h_scaling")), scaling_section, rows, wls, S, charts, problems, an,
                            default=lambda it: {"error": it["text"]})
     errors = problems.run(S("what_section", name=S("h_errors")), error_entries, rows, request["out_dir"], S, default=[])
@@ -333,7 +340,7 @@ def _context(request, S, problems, assets_dir) -> dict:
         "notes_md": notes_markdown(notes_md), "notes_html": problems.run(S("what_notes"), notes_html, notes_md, default="")
         if notes_md else "",
         "summary_assets": assets, "env": env, "sections": sections, "audits": audits, "check": check,
-        "versions": versions, "modes": modes, "mixed": mixed, "rnn": rnn, "high_api": high_api, "scaling": scaling,
+        "versions": versions, "modes": modes, "mixed": mixed, "rnn": rnn, "serving": serving, "high_api": high_api, "scaling": scaling,
         "code": code, "errors": errors, "reproduce": repro, "defects": defects, "timing": timing,
         "behaviour": behaviour, "mistakes": mistakes, "install": install, "multi_host": loaded["multi_host"], "hosts": loaded["hosts"],
         "name": request["name"], "generated": request["now"].isoformat(timespec="seconds"),

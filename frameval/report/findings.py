@@ -305,6 +305,11 @@ def version_findings(versions, S) -> list:
     return out
 
 
+def serving_findings(rows, S) -> list:
+    from .serving import serving_findings as found  # the section's own reading of the rows
+    return found(rows, S)
+
+
 def findings(rows, wls, S, errors, check_failed, audits, problems, an, versions=None) -> list:
     """Every sentence group under its own guard: one that fails is replaced by
     a flagged "could not draw" line."""
@@ -335,4 +340,5 @@ def findings(rows, wls, S, errors, check_failed, audits, problems, an, versions=
     add(S("what_findings", kind=S("h_findings_other"), workload=S("h_audit")), audit_findings, rows, audits, S)
     add(S("what_findings", kind=S("h_findings_other"), workload=S("h_machines")), machine_findings, rows, S)
     add(S("what_findings", kind=S("h_findings_other"), workload=S("h_versions")), version_findings, versions, S)
+    add(S("what_findings", kind=S("h_findings_other"), workload=S("h_serving")), serving_findings, rows, S)
     return out

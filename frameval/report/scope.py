@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from .. import behaviour, layers, workloads
 from ..catalog import FRAMEWORK_RECORDS, MIXED, MODES
+from ..plan import SERVE_CALLS
 
 
 def _profiles(plans) -> set:
@@ -52,5 +53,8 @@ def scope_items(rows, sources, plans, S) -> dict:
         leaves.append((S("scope_no_high_api"), "-p lenet.api=basic,high"))
     if "full" not in _profiles(plans):
         leaves.append((S("scope_quick"), "--profile full"))
-    leaves.append((S("scope_no_serving"), ""))  # save, load and serve: not built yet (its issue is open)
+    calls = [((w.result.serving or {}).get("calls") or 0) for w in rows if (w.result.serving or {}).get("status") == "ok"]
+    if calls and min(calls) < SERVE_CALLS:
+        leaves.append((S("scope_serve_calls"), "--serve"))
+    leaves.append((S("scope_no_serving"), ""))  # resuming from a checkpoint: not built yet (#70 is open)
     return {"covers": covers, "leaves": leaves}

@@ -418,3 +418,65 @@ def record_scope(rec, mode, step, how="jax.jit of the whole train step (forward,
         return
     rec.set_graph_scope(True, True, True, graphs=step.graphs, graph_breaks=0, how=how, why=why)
     rec.set(step_traces=step.traces)
+
+
+# ------------------------------------------------------------------ serving (#70)
+SERVED = "model.jax_exported"  # jax.export's serialized Exported (flatbuffers): StableHLO and its signature
+
+
+def float32(amp):
+    """Around the serve cell: the AMP off (amp.on False) while the model is traced and served, back
+    on after. The notebooks' forwards read `amp.dtype` when jax traces them, and with a mixed run's
+    amp `net` is a ByAmp: amp.on False picks its float32 jit, so the model in memory and the exported
+    one compute float32 (a float32 run's amp is off already: nothing changes)."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def off():
+        was = amp.on
+        amp.on = False
+        try:
+            yield amp
+        finally:
+            amp.on = was
+    return off()
+
+
+def export(rec, model, example, path):
+    """jax.export of jax.jit(model) with a symbolic batch dimension (jax.export.symbolic_shape), the
+    trained weights closed over (constants in the module), serialized (Exported.serialize) to one
+    file: JAX's own form for running a function without its Python code (StableHLO with a
+    compatibility guarantee, loaded with jax.export.deserialize and run with .call); a Flax/Orbax
+    checkpoint holds the weights only and needs the model's code. `model`: the forward with its
+    trained weights closed over (x -> outputs), as the notebook serves it."""
+    import jax as _jax
+    from jax import export as jexport
+
+    (batch,) = jexport.symbolic_shape("batch")  # any size >= 1
+    dtype = _jax.dtypes.canonicalize_dtype(example.dtype)  # int64 -> int32 without jax_enable_x64, as the model takes
+    spec = _jax.ShapeDtypeStruct((batch, *example.shape[1:]), dtype)
+    platform = "cuda" if rec.device == "gpu" else "cpu"
+    exported = jexport.export(_jax.jit(model), platforms=(platform,))(spec)
+    with open(os.path.join(str(path), SERVED), "wb") as f:
+        f.write(exported.serialize())
+    return (f"jax.export Exported (StableHLO, serialized: {SERVED}), weights as constants, symbolic batch "
+            f"(batch, {', '.join(map(str, example.shape[1:]))}) {dtype}, for {platform}: JAX's deployment form "
+            "without the model's code (a Flax checkpoint needs it)")
+
+
+def load(path, device):
+    """The serialized Exported read back with jax.export.deserialize; its .call under jax.jit (one
+    compile per input shape, at the first call), inputs cast to its signature's dtype; np.asarray
+    waits for the result and copies it to the host."""
+    import jax as _jax
+    from jax import export as jexport
+
+    with open(os.path.join(str(path), SERVED), "rb") as f:
+        exported = jexport.deserialize(bytearray(f.read()))
+    dev = _jax.devices("gpu" if device == "gpu" else "cpu")[0]
+    dtype = exported.in_avals[0].dtype
+    call = _jax.jit(exported.call)
+
+    def predict(x):
+        return np.asarray(call(_jax.device_put(np.asarray(x, dtype), dev)))
+    return predict

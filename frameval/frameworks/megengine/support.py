@@ -31,6 +31,7 @@ imports it at its top.
 
 See docs/frameworks/megengine.md.
 """
+import os
 import re
 
 import numpy as np
@@ -237,3 +238,59 @@ def causal_mask(t):
     assertion in an elementwise op; defects/megengine/mha-is-causal-cpu.py).
     Made from numpy at each call: a constant inside a trace, a small copy when eager."""
     return mge.tensor(np.triu(np.full((t, t), -np.inf, np.float32), 1))
+
+
+def _as_input(x):
+    """A numpy batch as the dumped graph takes it: int32 token ids (MegEngine's index type), else float32."""
+    x = np.ascontiguousarray(x)
+    return x.astype(np.int32) if np.issubdtype(x.dtype, np.integer) else x.astype(np.float32)
+
+
+def export(rec, model, example, path):
+    """The forward traced (`megengine.jit.trace(symbolic=True, capture_as_const=True)`: the
+    trained weights captured as constants) and dumped with `trace.dump` (optimize_for_inference,
+    the default): MegEngine's deployment form, the serialized computing graph that MegEngine
+    Lite (megenginelite, C++ and Python) and load_and_run execute without the Python code.
+    The batch dimension stays free: the graph infers its shapes again from each input.
+
+    The trace runs on a copy of `model` on the logical device 'xpux', the default device of
+    MegEngine's dump: the dump places its input there, and a graph whose constants sit on
+    another comp node ('multithreadN:0', 'cpu0', the notebook's device) fails its check
+    ("different input comp_nodes found"). The notebook's model is left as it is."""
+    import copy
+    device = mge.get_default_device()
+    mge.set_default_device("xpux")  # tensors made inside the forward (a causal mask) land there too
+    try:
+        served = copy.deepcopy(model)
+        for _, t in served.named_tensors():
+            t._reset(t.to("xpux"))
+        fn = trace(lambda x: served(x), symbolic=True, capture_as_const=True)
+        fn(mge.tensor(_as_input(example), device="xpux"))
+        fn.dump(os.path.join(str(path), "model.mge"), arg_names=["x"], output_names=["y"])
+    finally:
+        mge.set_default_device(device)
+    return ("traced graph (megengine.jit.trace(symbolic=True, capture_as_const=True) + trace.dump, "
+            "optimize_for_inference; run by MegEngine Lite), dynamic batch")
+
+
+def load(path, device):
+    """The dumped graph run by MegEngine Lite (megenginelite.LiteNetwork: MegEngine's inference
+    runtime, the deployment path; its import is part of this load): on the CPU with the
+    notebook's thread count (the kernel's OMP_NUM_THREADS), or CUDA. Each call copies the
+    batch in (the input's shape set from it), runs forward and waits, copies the output out."""
+    import megenginelite as lite
+    gpu = device == "gpu"
+    net = lite.LiteNetwork(config=lite.LiteConfig(
+        device_type=lite.LiteDeviceType.LITE_CUDA if gpu else lite.LiteDeviceType.LITE_CPU))
+    threads = int(os.environ.get("OMP_NUM_THREADS") or 1)
+    if not gpu and threads > 1:
+        net.threads_number = threads  # before load, as Lite requires
+    net.load(os.path.join(str(path), "model.mge"))
+    x_name, y_name = net.get_input_name(0), net.get_output_name(0)
+
+    def predict(x):
+        net.get_io_tensor(x_name).set_data_by_copy(_as_input(x))
+        net.forward()
+        net.wait()
+        return net.get_io_tensor(y_name).to_numpy()
+    return predict

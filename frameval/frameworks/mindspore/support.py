@@ -383,3 +383,42 @@ def batch_dataset(items, x, y):
     _import()
     return ms.dataset.GeneratorDataset(Batches(items, x, y), column_names=["x", "y"], shuffle=False,
                                        num_parallel_workers=1, python_multiprocessing=False)
+
+
+def _input_spec(example):
+    """The export's input: a Tensor of `example`'s trailing shape with the batch dimension
+    None (MindSpore's dynamic shape), float32, or int32 for token ids (MindSpore's index type)."""
+    dtype = ms.int32 if np.issubdtype(np.asarray(example).dtype, np.integer) else ms.float32
+    return Tensor(shape=[None, *np.asarray(example).shape[1:]], dtype=dtype)
+
+
+def _as_input(x):
+    """A numpy batch as the exported graph takes it: int32 token ids, else float32."""
+    x = np.ascontiguousarray(x)
+    return x.astype(np.int32) if np.issubdtype(x.dtype, np.integer) else x.astype(np.float32)
+
+
+def export(rec, model, example, path):
+    """MindIR (mindspore.export(..., file_format="MINDIR")): MindSpore's deployment form,
+    the cell's construct compiled to MindSpore's IR with its trained weights in one
+    protobuf file, which mindspore.load + nn.GraphCell and MindSpore Lite run without the
+    Python code. The input is a Tensor whose batch dimension is None (dynamic shape):
+    one graph for every batch size. The cell is exported as the notebook left it (its
+    training flag: inference mode in the serve cell)."""
+    _import()
+    ms.export(model, _input_spec(example), file_name=os.path.join(str(path), "model"), file_format="MINDIR")
+    return "MindIR (mindspore.export, file_format='MINDIR'; loaded with mindspore.load + nn.GraphCell), dynamic batch"
+
+
+def load(path, device):
+    """The MindIR file loaded with mindspore.load and run as nn.GraphCell on `device`
+    (the CPU thread pool as the notebook's: the kernel's OMP_NUM_THREADS); no notebook code."""
+    _import()
+    ms.set_device("GPU" if device == "gpu" else "CPU")
+    if device != "gpu" and os.environ.get("OMP_NUM_THREADS"):
+        ms.device_context.cpu.op_tuning.threads_num(int(os.environ["OMP_NUM_THREADS"]))
+    graph = nn.GraphCell(ms.load(os.path.join(str(path), "model.mindir")))
+
+    def predict(x):
+        return graph(Tensor(_as_input(x))).asnumpy()  # asnumpy waits for the result
+    return predict

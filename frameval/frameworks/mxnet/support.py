@@ -21,6 +21,8 @@ The contract:
   fresh Adam state put back in place after the check.
 - `autocast`: -p precision=bf16 as mxnet.contrib.amp (amp.init's wrappers, switched by
   the notebooks' `with amp.scope(blocks...):`); `wide`: a bfloat16 output read back as float32.
+- `export`, `load` (#70): the served block as HybridBlock.export's symbol graph and parameters,
+  loaded back with gluon.SymbolBlock.imports in the serving process.
 
 MXNet's own:
 - `Adam`: Gluon's fused Adam corrected to the spec's (PyTorch's) epsilon placement.
@@ -420,3 +422,42 @@ def batch_loader(items, x, y):
 
     return gluon.data.DataLoader(gluon.data.SimpleDataset(list(range(x.shape[0]))),
                                  batch_sampler=[list(map(int, b)) for b in items], batchify_fn=gather)
+
+
+def export(rec, model, example, path):
+    """HybridBlock.export: the block's symbol graph (`model-symbol.json`) and its parameters
+    (`model-0000.params`, `arg:`/`aux:` names), MXNet's deployment form: what
+    gluon.SymbolBlock.imports, the Module API and the C++ predictor load without the
+    block's Python code. The graph has no batch size (shapes are inferred at each call).
+    Export takes the graph a hybridized block traced: in graph mode the one the model runs
+    (its CachedOp, traced by the predictions just before); in eager mode the block is
+    hybridized for one inference forward of `example`, exported, and set back to imperative."""
+    _mxnet()
+    ctx = next(iter(model.collect_params().values())).list_ctx()[0]
+    traced = bool(model._cached_graph)
+    if not traced:  # eager mode: no graph yet
+        model.hybridize()
+        model(nd.array(example, ctx=ctx, dtype=example.dtype)).wait_to_read()
+    try:
+        model.export(os.path.join(str(path), "model"), epoch=0)
+    finally:
+        if not traced:
+            model.hybridize(False)  # imperative again, its traced graph dropped
+    return ("MXNet HybridBlock.export (model-symbol.json + model-0000.params): the symbol graph and weights "
+            "gluon.SymbolBlock.imports and the C++ predictor load; shapes inferred per call")
+
+
+def load(path, device):
+    """The exported graph and parameters loaded with gluon.SymbolBlock.imports onto the
+    device's context, hybridized with static_alloc as the notebooks' blocks are; called
+    outside autograd (inference: BatchNorm's running statistics), read back with asnumpy."""
+    _mxnet()
+    check_device(device)
+    ctx = mx.gpu(0) if device == "gpu" else mx.cpu()
+    block = mx.gluon.SymbolBlock.imports(os.path.join(str(path), "model-symbol.json"), ["data"],
+                                         os.path.join(str(path), "model-0000.params"), ctx=ctx)
+    block.hybridize(static_alloc=True)
+
+    def predict(x):
+        return block(nd.array(x, ctx=ctx, dtype=x.dtype)).asnumpy()
+    return predict

@@ -447,3 +447,44 @@ class Batches:
         for idx in self.items:
             i = self.to_tensor(idx)
             yield [self.gather(self.x, i), self.gather(self.y, i)]
+
+
+# ------------------------------------------------------------------ serving (#70)
+SERVED = "model"  # the path prefix inside export's folder: model.json (the PIR program), model.pdiparams (the weights)
+
+
+def export(rec, model, example, path):
+    """paddle.jit.save of the layer in inference mode with an InputSpec whose batch dimension is
+    None: Paddle's inference model (its static program as PIR JSON, model.json, and the weights,
+    model.pdiparams), the form Paddle's deployment tools take (paddle.jit.load, and the same files
+    in the Paddle Inference predictor, C++ or Python). The forward's other arguments (amp_on) keep
+    their defaults: float32. `model`: the nn.Layer (converted by to_static in graph mode, or not:
+    jit.save converts it here with the spec)."""
+    import paddle
+
+    spec = paddle.static.InputSpec([None, *example.shape[1:]], str(example.dtype), "x")
+    training = model.training
+    model.eval()
+    try:
+        paddle.jit.save(model, os.path.join(str(path), SERVED), input_spec=[spec])
+    finally:
+        if training:  # Paddle's Layer.train() takes no flag
+            model.train()
+    return (f"paddle.jit.save inference model (model.json PIR program + model.pdiparams), InputSpec "
+            f"[None, {', '.join(map(str, example.shape[1:]))}] {example.dtype}: Paddle's deployment form, "
+            "loaded here with paddle.jit.load (the Paddle Inference predictor reads the same files)")
+
+
+def load(path, device):
+    """The inference model loaded with paddle.jit.load (a TranslatedLayer running the saved program),
+    in eval mode, without gradients; .numpy() waits for the device."""
+    import paddle
+
+    paddle.set_device("gpu:0" if device == "gpu" else "cpu")
+    layer = paddle.jit.load(os.path.join(str(path), SERVED))
+    layer.eval()
+
+    def predict(x):
+        with paddle.no_grad():
+            return layer(paddle.to_tensor(x)).numpy()
+    return predict

@@ -26,6 +26,8 @@ then calls `setup` before the first op:
   between it and float32; `compile_step` / `compile_eval` given the amp keep one
   tf.function per state (`Switched`).
 - `WindowCallback`: the timing windows from `Model.fit`'s own loop (api = "high").
+- `export`, `load` (#70): the served model as a SavedModel (tf.saved_model.save, batch
+  dimension None), loaded back with tf.saved_model.load in the serving process.
 
 See docs/frameworks/tensorflow.md ("Defaults set explicitly", "Device, threads, ...").
 """
@@ -360,3 +362,44 @@ class WindowCallback(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         self.windows.end(len(self.windows.items) - 1)
 
+
+def export(rec, model, example, path):
+    """A TensorFlow SavedModel written by tf.saved_model.save: a tf.Module whose `serve` is a
+    tf.function of the model's inference forward (training=False, output float32, autograph
+    off as Keras' own export has it) with an input signature whose batch dimension is None,
+    also the SavedModel's serving_default signature; the module tracks the weights' tf.Variables.
+    The SavedModel is TensorFlow's deployment format: TF Serving, the TFLite converter and
+    tf.saved_model.load take it without the model's Python code.
+
+    Keras 3's own writer of the same SavedModel (Model.export, keras.export.ExportArchive)
+    stores every weight twice, once per Keras variable and once per the tf.Variable inside it
+    (defects/tensorflow/keras-export-duplicate-variables.py): the module here tracks the
+    tf.Variables alone, which the function captures, so each weight is stored once."""
+    spec = tf.TensorSpec([None, *example.shape[1:]], tf.as_dtype(example.dtype), name="x")
+    served = tf.Module()
+    served.tf_variables = [v.value for v in model.weights]  # outside an autocast scope: the tf.Variable itself
+    served.serve = tf.function(lambda x: tf.cast(model(x, training=False), tf.float32), input_signature=[spec],
+                               autograph=False)
+    tf.saved_model.save(served, str(path), signatures={"serving_default": served.serve.get_concrete_function()})
+    rec.workaround("keras-export-duplicate-variables")
+    return ("TensorFlow SavedModel (tf.saved_model.save): serve / serving_default, a tf.function with batch "
+            "dimension None; what TF Serving and tf.saved_model.load take")
+
+
+def load(path, device):
+    """The SavedModel loaded with tf.saved_model.load, its `serve` function called. The
+    device as `setup` picks it (every GPU hidden on the CPU) and the thread pools at the
+    run's count (OMP_NUM_THREADS, which the recorder set for the notebook's kernel), both
+    before the runtime starts."""
+    threads = int(os.environ.get("OMP_NUM_THREADS") or 0)
+    tf.config.threading.set_intra_op_parallelism_threads(threads)
+    tf.config.threading.set_inter_op_parallelism_threads(threads)
+    dev, _ = choose_device(device)
+    with tf.device(dev):
+        served = tf.saved_model.load(str(path))
+    dtype = served.serve.input_signature[0].dtype
+
+    def predict(x):  # `served` stays referenced: the loaded function's variables live with it
+        with tf.device(dev):
+            return served.serve(tf.constant(x, dtype=dtype)).numpy()
+    return predict

@@ -235,6 +235,7 @@ def export(rec, model, example, path):
     """torch.export's ExportedProgram in a .pt2 archive (torch.export.save): PyTorch's
     recommended form for deployment since TorchScript went into maintenance; the graph of
     aten operators with the weights, a dynamic batch dimension (any size from 1)."""
+    import io
     import warnings
 
     from torch.export import Dim
@@ -244,7 +245,12 @@ def export(rec, model, example, path):
         # nn.LSTM reassigns its _flat_weights during the trace: a warning, not a fault
         warnings.simplefilter("ignore", UserWarning)
         program = torch.export.export(model, (x,), dynamic_shapes=({0: Dim("batch", min=1)},))
-    torch.export.save(program, os.path.join(path, "model.pt2"))
+    # Through memory, then one Python write: torch's archive writer aborts the whole process
+    # (SIGABRT) when the disk fills under it, which would lose the run; Python raises OSError.
+    buffer = io.BytesIO()
+    torch.export.save(program, buffer)
+    with open(os.path.join(path, "model.pt2"), "wb") as f:
+        f.write(buffer.getbuffer())
     return "torch.export ExportedProgram (.pt2, torch.export.save), dynamic batch"
 
 
