@@ -90,7 +90,8 @@ SPEC_PARAM_COUNTS = {w.key: w.param_counts for w in WORKLOAD_RECORDS}
 # GPU). Measured idle with all seven: 9 min 47 s with the DCGAN at 3 epochs and
 # the LSTM at 20, too close to the target; these sizes leave a margin.
 # Each workload's sizes per profile live in its module (frameval/workloads/).
-PROFILES = {prof: {w.key: {**_base.COMMON_PROFILES[prof], **w.profiles.get(prof, {})} for w in WORKLOAD_RECORDS}
+PROFILES = {prof: {w.key: {**{k: v for k, v in _base.COMMON_PROFILES[prof].items() if k in w.params},
+                            **w.profiles.get(prof, {})} for w in WORKLOAD_RECORDS}
             for prof in ("quick", "full")}
 # The default --timeout per profile. A quick run takes seconds to minutes, so
 # 30 minutes only ever catches a hang. A full run's length spans a factor of

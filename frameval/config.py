@@ -28,7 +28,7 @@ from .optionchecks import check_env_backend, check_lang, check_threshold
 from .exits import BadInput
 from .executors.slurm_config import SlurmConfig
 from .paths import REPO
-from .plan import SERVE_CALLS, SERVE_DEFAULT_VAR, PlanError, Run, build_plan
+from .plan import SERVE_CALLS, PlanError, Run, build_plan
 
 
 @dataclass
@@ -217,9 +217,7 @@ class RunConfig:
 
     def _plan(self) -> None:
         # --serve first: a -p serve_calls of the user's own comes later and wins
-        serve = [f"serve_calls={SERVE_CALLS}"] if self.serve else (
-            ["serve=false"] if os.environ.get(SERVE_DEFAULT_VAR) == "off" else [])
-        params = serve + list(self.param) + (
+        params = ([f"serve_calls={SERVE_CALLS}"] if self.serve else []) + list(self.param) + (
             [f"dataset={self.data}"] if self.data else []) + self._threads_param()
         if (self.data_dir or self.download_mnist) and not any(
                 p.split("=")[0].split(".")[-1] == "dataset" for p in params):

@@ -9,6 +9,7 @@ notebook's parameters cell (papermill itself only warns about unknown names).
 from __future__ import annotations
 
 import itertools
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -287,7 +288,9 @@ def _resolved(fw: str, wl: str, defaults: dict, profile: str, ov: dict) -> tuple
     """(parameters, notes, {swept key: values}) of one notebook, layer by layer: the profile's
     values (the same for every framework: equal work), then -p for all workloads and for this one."""
     params, notes, swept = dict(defaults), [], {}
-    layers = [(PROFILES[profile].get(wl, {}), "profile"),
+    # the suite's default (SERVE_DEFAULT_VAR) under everything else: a notebook without `serve` ignores it
+    layers = [({"serve": False} if os.environ.get(SERVE_DEFAULT_VAR) == "off" else {}, "environment"),
+              (PROFILES[profile].get(wl, {}), "profile"),
               (ov.get(None, {}), "-p"), (ov.get(wl, {}), "-p")]
     for values, where in layers:
         for key, raw in values.items():

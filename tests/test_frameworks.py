@@ -185,6 +185,14 @@ TOY = {
             return rec.set_amp(Amp(precision))
 
 
+        def export(rec, model, example, path):
+            raise NotOffered("the toy has no deployment format")
+
+
+        def load(path, device):
+            raise NotOffered("the toy has no deployment format")
+
+
         def toy_fix():
             return None
         ''',

@@ -13,8 +13,8 @@ from frameval.report import fmt
 from frameval.report.serving import ROUNDING, median_interval, reload_verdict, small
 
 # the workloads' evaluation batches and inputs, as the notebooks' serve cells hand them over
-BATCH = {"lenet": 1000, "dcgan": 500, "lstm": 256}
-INPUTS = {"lenet": "the test set", "dcgan": "the evaluation's fixed noise", "lstm": "the validation windows"}
+BATCH = {"lenet": 1000, "dcgan": 64, "lstm": 256}
+INPUTS = {"lenet": "the test set", "dcgan": "a fixed batch of the evaluation's noise", "lstm": "the validation windows"}
 
 
 def test_every_run_saved_loaded_and_served(matrix):

@@ -55,4 +55,11 @@ FRAMEWORK = Framework(
             "found_by": "the GRU's check (forward 8e-5 off the reference, its first step's gates 0.25 off)",
             "cost": "one product of the zero state with W_hh more per sequence (the first of 20 steps)",
         },
+        "lite-mha-static-memory": {
+            "pattern": r"\"force_dynamic_alloc\": True",
+            "summary": "MegEngine Lite runs a dumped graph with two fused attention ops (F.nn.multi_head_attention, the GPT's two blocks) right once: from its second forward on, with Lite's default static memory plan, the output is wrong (5.8e-2 relative in the reproduction; the GPT's logits 1e-2 to 5e-2 off) and changes between networks; fw.export writes lite_options.json with force_dynamic_alloc = True beside such a graph and fw.load applies it: the same graph and ops, every forward right",
+            "versions": "1.13.0",
+            "found_by": "the serving measurement (#70): the GPT's reloaded logits off by 1e-2 and different on every run, the first batch alone right",
+            "cost": "not measurable on a loaded 2-core machine (the GPT's batch-1 and batch-250 medians within its run-to-run noise)",
+        },
     })

@@ -28,6 +28,8 @@ imports it at its top.
   beyond the check's tolerance at batch 64).
 - `causal_mask`: the causal mask F.nn.multi_head_attention takes as attn_mask
   (its `is_causal=True` fails on the CPU in 1.13).
+- `export`, `load`: the forward traced with capture_as_const and dumped (`trace.dump`),
+  run in a fresh process by MegEngine Lite (`megenginelite`; #70, frameval/nb/serving.py).
 
 See docs/frameworks/megengine.md.
 """
@@ -246,6 +248,9 @@ def _as_input(x):
     return x.astype(np.int32) if np.issubdtype(x.dtype, np.integer) else x.astype(np.float32)
 
 
+LITE_OPTIONS = "lite_options.json"  # beside model.mge: the LiteOptions the graph needs (lite-mha-static-memory)
+
+
 def export(rec, model, example, path):
     """The forward traced (`megengine.jit.trace(symbolic=True, capture_as_const=True)`: the
     trained weights captured as constants) and dumped with `trace.dump` (optimize_for_inference,
@@ -256,8 +261,17 @@ def export(rec, model, example, path):
     The trace runs on a copy of `model` on the logical device 'xpux', the default device of
     MegEngine's dump: the dump places its input there, and a graph whose constants sit on
     another comp node ('multithreadN:0', 'cpu0', the notebook's device) fails its check
-    ("different input comp_nodes found"). The notebook's model is left as it is."""
+    ("different input comp_nodes found"). The notebook's model is left as it is.
+
+    A graph with fused attention ops (MultiHeadAttnForward: the GPT) gets lite_options.json
+    beside it, {"force_dynamic_alloc": true}, which `load` applies: with Lite's default
+    static memory plan a graph with two of them is wrong from its second forward on (the
+    `lite-mha-static-memory` workaround, declared here)."""
     import copy
+    import json
+    from megengine.core.tensor import megbrain_graph as G
+    from megengine.utils import comp_graph_tools as cgtools
+    file = os.path.join(str(path), "model.mge")
     device = mge.get_default_device()
     mge.set_default_device("xpux")  # tensors made inside the forward (a causal mask) land there too
     try:
@@ -266,22 +280,37 @@ def export(rec, model, example, path):
             t._reset(t.to("xpux"))
         fn = trace(lambda x: served(x), symbolic=True, capture_as_const=True)
         fn(mge.tensor(_as_input(example), device="xpux"))
-        fn.dump(os.path.join(str(path), "model.mge"), arg_names=["x"], output_names=["y"])
+        fn.dump(file, arg_names=["x"], output_names=["y"])
     finally:
         mge.set_default_device(device)
-    return ("traced graph (megengine.jit.trace(symbolic=True, capture_as_const=True) + trace.dump, "
-            "optimize_for_inference; run by MegEngine Lite), dynamic batch")
+    ops = {op.type for op in cgtools.get_oprs_seq(G.load_graph(file).output_vars_list)}
+    fmt = ("traced graph dump .mge (megengine.jit.trace(symbolic=True, capture_as_const=True) + trace.dump, "
+           "optimize_for_inference: the serialized graph MegEngine deploys with MegEngine Lite and load_and_run; "
+           "run here by megenginelite), dynamic batch")
+    if "MultiHeadAttnForward" in ops:
+        with open(os.path.join(str(path), LITE_OPTIONS), "w", encoding="utf-8") as f:
+            json.dump({"force_dynamic_alloc": True}, f)
+        rec.workaround("lite-mha-static-memory")
+        fmt += "; Lite with force_dynamic_alloc (its static memory plan breaks fused attention)"
+    return fmt
 
 
 def load(path, device):
     """The dumped graph run by MegEngine Lite (megenginelite.LiteNetwork: MegEngine's inference
     runtime, the deployment path; its import is part of this load): on the CPU with the
-    notebook's thread count (the kernel's OMP_NUM_THREADS), or CUDA. Each call copies the
-    batch in (the input's shape set from it), runs forward and waits, copies the output out."""
+    notebook's thread count (the kernel's OMP_NUM_THREADS), or CUDA; the LiteOptions of
+    lite_options.json where `export` wrote one. Each call copies the batch in (the input's
+    shape set from it), runs forward and waits, copies the output out."""
+    import json
     import megenginelite as lite
     gpu = device == "gpu"
-    net = lite.LiteNetwork(config=lite.LiteConfig(
-        device_type=lite.LiteDeviceType.LITE_CUDA if gpu else lite.LiteDeviceType.LITE_CPU))
+    config = lite.LiteConfig(device_type=lite.LiteDeviceType.LITE_CUDA if gpu else lite.LiteDeviceType.LITE_CPU)
+    options = os.path.join(str(path), LITE_OPTIONS)
+    if os.path.exists(options):
+        with open(options, encoding="utf-8") as f:
+            for k, v in json.load(f).items():
+                setattr(config.options, k, v)  # force_dynamic_alloc = True: lite-mha-static-memory
+    net = lite.LiteNetwork(config=config)
     threads = int(os.environ.get("OMP_NUM_THREADS") or 1)
     if not gpu and threads > 1:
         net.threads_number = threads  # before load, as Lite requires

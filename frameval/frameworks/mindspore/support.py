@@ -24,6 +24,9 @@ MindSpore: the setup cell calls `setup` first.
   `mindspore.experimental.optim.AdamW` (PyTorch's AdamW; its state lives in
   other attributes than nn.Adam's).
 - `gpu_name()`: the GPU's name for the recorder (MindSpore has no call for it).
+- `export`, `load`: the trained cell saved as MindIR (`mindspore.export`, the batch
+  dimension None) and loaded in a fresh process with `mindspore.load` + `nn.GraphCell`
+  (#70, frameval/nb/serving.py).
 - `Adam`, `Dropout` and `WindowCallback` are MindSpore classes: defined at their
   first use, once MindSpore is imported (module `__getattr__`).
 """
@@ -407,7 +410,8 @@ def export(rec, model, example, path):
     training flag: inference mode in the serve cell)."""
     _import()
     ms.export(model, _input_spec(example), file_name=os.path.join(str(path), "model"), file_format="MINDIR")
-    return "MindIR (mindspore.export, file_format='MINDIR'; loaded with mindspore.load + nn.GraphCell), dynamic batch"
+    return ("MindIR (mindspore.export, file_format='MINDIR': the compiled graph with its weights, the form "
+            "MindSpore and MindSpore Lite deploy; loaded with mindspore.load + nn.GraphCell), dynamic batch")
 
 
 def load(path, device):

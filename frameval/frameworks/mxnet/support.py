@@ -443,8 +443,8 @@ def export(rec, model, example, path):
     finally:
         if not traced:
             model.hybridize(False)  # imperative again, its traced graph dropped
-    return ("MXNet HybridBlock.export (model-symbol.json + model-0000.params): the symbol graph and weights "
-            "gluon.SymbolBlock.imports and the C++ predictor load; shapes inferred per call")
+    return ("MXNet symbol JSON + params (HybridBlock.export), any batch: the format gluon.SymbolBlock.imports "
+            "and MXNet's C++ predictor load")
 
 
 def load(path, device):
@@ -454,8 +454,11 @@ def load(path, device):
     _mxnet()
     check_device(device)
     ctx = mx.gpu(0) if device == "gpu" else mx.cpu()
-    block = mx.gluon.SymbolBlock.imports(os.path.join(str(path), "model-symbol.json"), ["data"],
-                                         os.path.join(str(path), "model-0000.params"), ctx=ctx)
+    import warnings
+    with warnings.catch_warnings():  # the input's dtype is the first call's: "Cannot decide type ... data: None"
+        warnings.filterwarnings("ignore", "Cannot decide type", UserWarning)
+        block = mx.gluon.SymbolBlock.imports(os.path.join(str(path), "model-symbol.json"), ["data"],
+                                             os.path.join(str(path), "model-0000.params"), ctx=ctx)
     block.hybridize(static_alloc=True)
 
     def predict(x):

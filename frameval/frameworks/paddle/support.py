@@ -470,9 +470,32 @@ def export(rec, model, example, path):
     finally:
         if training:  # Paddle's Layer.train() takes no flag
             model.train()
+    _check_saved(model, str(path))
     return (f"paddle.jit.save inference model (model.json PIR program + model.pdiparams), InputSpec "
             f"[None, {', '.join(map(str, example.shape[1:]))}] {example.dtype}: Paddle's deployment form, "
             "loaded here with paddle.jit.load (the Paddle Inference predictor reads the same files)")
+
+
+def _check_saved(model, path):
+    """paddle.jit.save on a full disk returns without an error, its files cut short (Paddle 3.3.1:
+    a 16 KiB tmpfs kept 12 KiB of an 800 KiB model.pdiparams): the program must parse as JSON and
+    the weights file hold at least every parameter's bytes (BatchNorm's statistics are parameters
+    too; each tensor adds a header), else the save raises here, as a short write."""
+    import errno
+    import json
+    import math
+
+    with open(os.path.join(path, SERVED + ".json"), encoding="utf-8") as f:
+        json.load(f)  # a truncated program raises (JSONDecodeError)
+    unique = {id(p): p for p in model.parameters()}.values()
+    need = sum(math.prod(p.shape) * p.element_size() for p in unique)
+    got = os.path.getsize(os.path.join(path, SERVED + ".pdiparams"))
+    if got < need:
+        st = os.statvfs(path)
+        full = st.f_bavail * st.f_frsize < need - got  # the rest would not fit: the disk is full
+        code = errno.ENOSPC if full else errno.EIO
+        raise OSError(code, f"{os.strerror(code)} (paddle.jit.save returned without an error, but wrote {got} "
+                            f"bytes of {SERVED}.pdiparams for {need} bytes of parameters)")
 
 
 def load(path, device):

@@ -382,8 +382,8 @@ def export(rec, model, example, path):
                                autograph=False)
     tf.saved_model.save(served, str(path), signatures={"serving_default": served.serve.get_concrete_function()})
     rec.workaround("keras-export-duplicate-variables")
-    return ("TensorFlow SavedModel (tf.saved_model.save): serve / serving_default, a tf.function with batch "
-            "dimension None; what TF Serving and tf.saved_model.load take")
+    return ("TensorFlow SavedModel (tf.saved_model.save of a tf.function, batch None): the format TF Serving "
+            "and tf.saved_model.load take")
 
 
 def load(path, device):
