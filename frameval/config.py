@@ -67,7 +67,7 @@ class RunConfig:
     probe_from: str = ""    # --probe-from FILE: an earlier probe's machine.json, checked to be this CPU's
     behaviour: bool = False  # --behaviour: tensor behaviour against NumPy and error messages (frameval/behaviour.py)
     layers: bool = False     # --layers: every layer timed in every framework at the runs' shapes (frameval/layers.py)
-    serve: bool = False      # --serve: the serving latencies over 100 calls each (p99), not the profile's fewer
+    serve: bool = False      # --serve: save, load in a fresh process and serve every run, 100 calls a batch size (p99)
     executor: str = "local"
     slurm: SlurmConfig = field(default_factory=SlurmConfig)
     # What validation found: the plan, and the user's own interpreters.
@@ -217,7 +217,7 @@ class RunConfig:
 
     def _plan(self) -> None:
         # --serve first: a -p serve_calls of the user's own comes later and wins
-        params = ([f"serve_calls={SERVE_CALLS}"] if self.serve else []) + list(self.param) + (
+        params = (["serve=true", f"serve_calls={SERVE_CALLS}"] if self.serve else []) + list(self.param) + (
             [f"dataset={self.data}"] if self.data else []) + self._threads_param()
         if (self.data_dir or self.download_mnist) and not any(
                 p.split("=")[0].split(".")[-1] == "dataset" for p in params):

@@ -36,7 +36,7 @@ ALLOWED = {"api": APIS, "precision": PRECISIONS}
 
 MAX_REPEATS = 100
 # --serve's timed calls per batch size: the fewest with a 99th percentile that is not just the slowest
-# call (the quick profile times fewer, and its report says p99 is not available: docs/serving.md)
+# call (fewer, with -p serve_calls, and the report says p99 is not available: docs/serving.md)
 SERVE_CALLS = 100
 # "off": the runs leave serving out unless -p serve=true asks (tests/conftest.py sets it: the suite's
 # hundreds of tiny runs would each pay a framework import and an export; its serving tests ask)

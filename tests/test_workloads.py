@@ -199,7 +199,7 @@ from frameval.report.i18n import Strings
 from frameval.report.model import make_rows
 
 assert list(workloads.REGISTRY) == ["lenet", "dcgan", "lstm", "gpt", "toy"], list(workloads.REGISTRY)
-assert catalog.WORKLOADS[-1] == "toy" and catalog.PROFILES["quick"]["toy"] == {"serve_calls": 20, "epochs": 1}  # the common profile's, then its own
+assert catalog.WORKLOADS[-1] == "toy" and catalog.PROFILES["quick"]["toy"] == {"serve": False, "epochs": 1}  # the common profile's, then its own
 result = {"framework": "torch", "workload": "toy", "mode": "graph", "device": "cpu", "status": "ok",
           "params": {"epochs": 1}, "val_mse": 0.25, "epochs": [{"epoch": 1, "seconds": 1.0}], "_dir": sys.argv[1]}
 S = Strings("en")

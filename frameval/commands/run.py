@@ -136,8 +136,10 @@ def _behaviour_option(p) -> None:
                         "threads and mode: the report's per-layer tables, and each run set against its own "
                         "framework's layer times (minutes the first time, cached after: docs/layers.md)")
     p.add_argument("--serve", action="store_true",
-                   help="time the saved models' predictions over 100 calls at each batch size, for a p99 "
-                        "(the quick profile times 20: p50 and p90 only; docs/serving.md)")
+                   help="also save every run's model in its framework's deployment format, load it in a fresh "
+                        "process, check it predicts what the trained model did and time 100 calls at batch 1 and "
+                        "at the evaluation batch (p50, p99): the report's 'Save, load and serve' (the quick "
+                        "profile leaves it out: about +30%% of its time; docs/serving.md)")
 
 
 def _sweep_options(p) -> None:

@@ -54,7 +54,9 @@ def scope_items(rows, sources, plans, S) -> dict:
     if "full" not in _profiles(plans):
         leaves.append((S("scope_quick"), "--profile full"))
     calls = [((w.result.serving or {}).get("calls") or 0) for w in rows if (w.result.serving or {}).get("status") == "ok"]
-    if calls and min(calls) < SERVE_CALLS:
+    if not any((w.result.serving or {}).get("status") not in (None, "off") for w in rows):
+        leaves.append((S("scope_no_serve"), "--serve"))
+    elif calls and min(calls) < SERVE_CALLS:
         leaves.append((S("scope_serve_calls"), "--serve"))
     leaves.append((S("scope_no_serving"), ""))  # resuming from a checkpoint: not built yet (#70 is open)
     return {"covers": covers, "leaves": leaves}
