@@ -113,6 +113,9 @@ PRELUDE = textwrap.dedent('''
     class PlainRecorder:
         def __init__(self, framework, workload, params, out_dir="", threads=None, chdir=True):
             self.t_created = _time.perf_counter()
+            # what nb.serve reads (it returns at once where the parameters say serve=False)
+            self.framework, self.workload, self.params = framework, workload, dict(params)
+            self.device = params.get("device", "cpu")
             self.threads = int(threads or params.get("threads") or _os.cpu_count() or 1)
             for v in _THREAD_VARS:
                 _os.environ[v] = str(self.threads)

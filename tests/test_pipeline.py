@@ -175,8 +175,8 @@ def test_dcgan_gif_and_grids_in_html(matrix):
 
 
 def test_unchanged_rerun_executes_nothing(matrix):
-    from conftest import run_all, TINY
-    p = run_all("--mode", "both", "--out", str(matrix["out"]), *TINY, "--frameworks", "torch")
+    from conftest import run_all, SERVED, TINY
+    p = run_all("--mode", "both", "--out", str(matrix["out"]), *TINY, *SERVED, "--frameworks", "torch")
     import re
     assert not re.findall(r"\] \S+: running", p.stdout) and len(re.findall(r"\] \S+: reused", p.stdout)) == 6, p.stdout
 
