@@ -51,7 +51,8 @@ def folder_bytes(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
-def _predict_all(predict, inputs: np.ndarray, batch: int) -> np.ndarray:
+def predict_all(predict, inputs: np.ndarray, batch: int) -> np.ndarray:
+    """Every input through `predict`, at most `batch` at a time (the trained model and the reloaded one alike)."""
     return np.concatenate([np.asarray(predict(inputs[s])) for s in eval_batches(len(inputs), batch)])
 
 
@@ -96,7 +97,7 @@ def serve(rec, fw, model, inputs, predict, *, batch: int, what: str = "") -> dic
     (folder / MODEL).mkdir(parents=True)
     record = {"inputs": what, "n": int(len(inputs)), "batch": int(min(batch, len(inputs))), "calls": calls}
     try:
-        expected = _predict_all(predict, inputs, batch).astype(np.float32)
+        expected = predict_all(predict, inputs, batch).astype(np.float32)
     except Exception as e:  # noqa: BLE001 - recorded: the run's other results stay
         return _keep(rec, dict(record, **_failed("predict", e)))
     fault = _fault(rec)
