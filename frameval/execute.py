@@ -20,6 +20,7 @@ import json
 import os
 import re
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -394,11 +395,53 @@ def execute(run: Run, d: Path, kernel: str, parts: dict, timeout: float | None =
                          executed=time.strftime("%Y-%m-%dT%H:%M:%S"), memory_guard=watch.record(),
                          runner_clock={"start": started, "end": started + secs})  # frameval/phases.py
     res = store.complete(d, run, res, error, runner_fields, env_fields)
+    if error is None and res["status"] == "ok" and run.params.get("resume_check"):
+        _resume(run, d, kernel, timeout, start_timeout, cancel, max_rss_mb)
     if error is None:
         return Outcome(res["status"], secs, "" if res["status"] == "ok" else res.get("error", {}).get("message", ""))
     if error[0] == "Interrupted":
         raise Interrupted()
     return Outcome(res.get("status") or "failed", secs, f"{error[0]}: {error[1]}")
+
+
+def _resume(run: Run, d: Path, kernel: str, timeout, start_timeout, cancel: Cancel, max_rss_mb) -> None:
+    """-p resume_check's second kernel (frameval/nb/resume.py): the same notebook, resumed from
+    the checkpoint the run saved after epoch k, trains the remaining epochs and compares them
+    with the run's. Its `resume` record (or why it failed) becomes the run's; the run's other
+    results stay whatever happens here."""
+    first = load_result(d / store.RESULT).get("resume") or {}
+    if first.get("status") != "checkpointed":
+        return  # no checkpoint was taken: the run's own `resume` record says why
+    ckpt, out = d / files.WORK / files.CHECKPOINT, d / files.WORK / files.RESUMED
+    if _fault(run) == "resume-missing":  # the fault tests' missing checkpoint (tests/test_resume.py)
+        shutil.rmtree(ckpt, ignore_errors=True)
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    params = dict(run.params, out_dir=str(out), resume_check=False, resume_from=str(ckpt),
+                  **({"serve": False} if "serve" in run.params else {}))
+    t0 = time.perf_counter()
+    proc = start_papermill(run.notebook, out / files.OUTPUT_NB, params, kernel, out, out / files.PAPERMILL_LOG,
+                           start_timeout)
+    error = _wait(proc, timeout, out, cancel, memguard.Watch(max_rss_mb))
+    second = (store.finished_record(out) or {}) if error is None and proc.returncode == 0 else {}
+    done = (second.get("resume") or {}).get("status") in ("exact", "within", "diverged")
+    if not done:
+        error = error or notebook_error(out / files.OUTPUT_NB, out / files.PAPERMILL_LOG, proc.returncode)
+    record = dict(first, **(second["resume"] if done else
+                            {"status": "failed", "stage": "resume", "error": f"{error[0]}: {error[1]}"[:600]}),
+                  kernel_s=round(time.perf_counter() - t0, 2))
+    store.set_resume(d, record)
+    if error is not None and error[0] == "Interrupted":
+        raise Interrupted()
+
+
+def _fault(run: Run) -> str:
+    """FRAMEVAL_INJECT_FAULT="<fw>/<workload>:resume-missing" (as nb/record.py's faults)."""
+    for spec in os.environ.get("FRAMEVAL_INJECT_FAULT", "").split(";"):
+        target, _, kind = spec.partition(":")
+        if target == f"{run.framework}/{run.workload}" and kind.startswith("resume-"):
+            return kind
+    return ""
 
 
 def _wait(proc, timeout, d: Path, cancel: Cancel, watch: memguard.Watch | None = None) -> tuple | None:

@@ -16,6 +16,8 @@ An output folder:
         output.ipynb                      the executed notebook (OUTPUT_NB)
         papermill.log                     papermill's log of the run (PAPERMILL_LOG)
         work/                             the run's working folder: framework caches, compile dumps, saved models (WORK)
+        work/checkpoint/                  -p resume_check: the state after epoch k and the rest of the run (CHECKPOINT)
+        work/resumed/                     -p resume_check: the second kernel that resumed from it (RESUMED)
         grids/epoch_NNN.png               the DCGAN's image grid after each epoch (GRIDS)
 """
 from __future__ import annotations
@@ -33,6 +35,8 @@ REPLACED_NB = "output.replaced.ipynb"
 PAPERMILL_LOG = "papermill.log"
 WORK = "work"  # the run's working folder (framework caches, compile dumps), emptied before each execution
 GRIDS = "grids"
+CHECKPOINT = "checkpoint"  # under WORK: what a -p resume_check run saved after epoch k (frameval/nb/resume.py)
+RESUMED = "resumed"  # under WORK: the output folder of the kernel that resumed from CHECKPOINT
 PLAN = "plan.json"
 PROVENANCE = "provenance.json"  # what the report was made from (frameval/provenance.py)
 RUNS = "runs"  # <out>/runs/<fw>/<run folder>/

@@ -22,7 +22,8 @@ from .catalog import (APIS, BY_KEY, HIGH_API_NOTEBOOKS, WORKLOAD_BY_KEY, WORKLOA
                       PROFILES, WORKLOADS, DEFAULT_WORKLOADS, canonical_framework)
 
 # Set by the runner from its own options, not with -p.
-RESERVED = {"mode": "--mode", "device": "--device", "out_dir": "--out"}
+RESERVED = {"mode": "--mode", "device": "--device", "out_dir": "--out",
+            "resume_from": "-p resume_check=true (the runner's second kernel resumes from the run's checkpoint)"}
 # Value ranges the notebooks rely on.
 RULES = {
     "epochs": (1, "a positive integer"), "batch_size": (1, "a positive integer"),
@@ -236,6 +237,9 @@ def build_plan(frameworks: str = "all", workloads: str = "default", mode: str = 
                         why = not_offered(fw, p)
                         if why:  # a value the catalog knows but this framework's folder does not declare
                             raise PlanError(why)
+                        if p.get("resume_check") and int(p.get("epochs") or 0) < 2:
+                            raise PlanError(f"-p resume_check=true: {fw}/{wl} trains {p.get('epochs')} epoch(s); the "
+                                            "checkpoint is taken after half the epochs, so it needs epochs of 2 or more")
                         sdir = "" if seed is None or seed == cells[fw, wl].get("seed") else f"seed-{seed}"
                         for k in range(1, repeats + 1):
                             runs.append(Run(fw, wl, m, device, p, path, profile, k,

@@ -19,7 +19,8 @@ Capabilities planned next add their methods here, each in its own issue, in
 the same form (a function in every `support.py`, its parameters fixed here):
 the layer timing's part is `frameworks/<fw>/layers.py` (`setup`,
 `substitutes`, `build`); mixed precision is `autocast(rec, precision)` (#69);
-saving for deployment and loading it back are `export` and `load` (#70).
+saving for deployment and loading it back are `export` and `load`, a training's
+checkpoint and its resumption `checkpoint` and `restore` (#70).
 Standard library only.
 """
 from __future__ import annotations
@@ -85,10 +86,25 @@ class Support(Protocol):
         loaded onto `device` without the notebook's code. Returns predict(x) -> numpy,
         from a numpy batch of any size, finished (synchronised) when it returns."""
 
+    def checkpoint(self, rec, path, *state) -> str:
+        """-p resume_check (#70, frameval/nb/resume.py): the training state after an epoch,
+        saved into the folder `path` (there, empty) in the framework's own checkpoint
+        format. `state` is what the notebook trains: its model (or, for JAX, the parameter
+        pytree) and its optimizer(s) (their moments and step counts). The framework's
+        global random state is saved with them where the framework has one. Returns what
+        was saved, in words: the format, and the random state or why there is none."""
+
+    def restore(self, rec, path, *state) -> tuple:
+        """In a kernel that resumes: what `checkpoint` saved into `path`, put back into
+        `state` (the same objects, built by the notebook as for any run), in place where
+        the framework's objects are mutable and as new values where they are not (JAX).
+        Returns the state in `state`'s order."""
+
 
 # the contract's functions and the parameter names each must accept, in order
 CONTRACT = {name: [p for p in fn.__code__.co_varnames[1:fn.__code__.co_argcount]]
             for name, fn in vars(Support).items() if not name.startswith("_") and callable(fn)}
+_VARARG_NAME = {"checkpoint": "state", "restore": "state"}
 VARARGS = {name for name, fn in vars(Support).items() if name in CONTRACT and fn.__code__.co_flags & 0x04}
 
 
@@ -120,7 +136,7 @@ def check_source(path) -> list:
         if got[:len(params)] != params:
             problems.append(f"{path}: {name}({', '.join(got)}) should take ({', '.join(params)})")
         if name in VARARGS and node.args.vararg is None:
-            problems.append(f"{path}: {name} should take *opts (one optimizer or more)")
+            problems.append(f"{path}: {name} should take *{_VARARG_NAME.get(name, 'opts')} (one object or more)")
         defaults = len(node.args.defaults)
         if len(got) - defaults > len(params):
             problems.append(f"{path}: {name} has required parameters beyond the contract's: {got[len(params):]}")

@@ -12,12 +12,13 @@ from .params import collect as parameters
 from .images import grid, save_grid, show_last_grid, show_png, write_png
 from .measure import Stopwatch, peak_rss_mb, rss_mb
 from .record import Recorder, count_params
+from .resume import Resume
 from .serving import serve
 from .weights import count_trainable, init_weights, trainable_names
 
 __all__ = ["fid", "NOISE_DIM", "NoiseStream", "batches", "eval_batches", "fixed_noise", "load_co2", "load_mnist",
            "steps_per_epoch", "grid", "save_grid", "show_last_grid", "write_png", "forecast", "val_r2", "Stopwatch", "peak_rss_mb", "rss_mb", "Recorder",
-           "count_params", "serve", "count_trainable", "init_weights", "trainable_names", "show_png", "parameters", "plot_curves", "svg_lines"]
+           "count_params", "Resume", "serve", "count_trainable", "init_weights", "trainable_names", "show_png", "parameters", "plot_curves", "svg_lines"]
 
 
 def __getattr__(name: str):

@@ -220,7 +220,7 @@ class _EpochTimer:
         self.rec, self.samples = rec, samples
 
     def __enter__(self):
-        self.ep = Epoch(epoch=len(self.rec.epochs) + 1)
+        self.ep = Epoch(epoch=self.rec.first_epoch + len(self.rec.epochs) + 1)
         self.ep._timer = self
         if self.samples is not None:
             self.ep["samples"] = int(self.samples)
@@ -360,6 +360,7 @@ class Recorder:
         if self.hand_run:
             self.result["hand_run"] = {k: v for k, v in self.hand_run.items() if k != "dir"}
         self.epochs = self.result["epochs"]
+        self.first_epoch = 0  # a resumed kernel's epochs start after its checkpoint's (nb/resume.py)
         self.windows: list = []  # step windows (ep.timed); whole epochs are windows where they suffice
         self._machine_before = measure.machine_before()
         self.sync = None

@@ -58,5 +58,7 @@ def scope_items(rows, sources, plans, S) -> dict:
         leaves.append((S("scope_no_serve"), "--serve"))
     elif calls and min(calls) < SERVE_CALLS:
         leaves.append((S("scope_serve_calls"), "--serve"))
-    leaves.append((S("scope_no_serving"), ""))  # resuming from a checkpoint: not built yet (#70 is open)
+    if not any((w.result.resume or {}).get("status") for w in rows):
+        leaves.append((S("scope_no_resume"), "-p resume_check=true"))
+    leaves.append((S("scope_resume_workloads"), ""))  # the DCGAN's and the GPT's notebooks do not checkpoint yet
     return {"covers": covers, "leaves": leaves}

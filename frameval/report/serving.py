@@ -8,6 +8,7 @@ A median's interval is distribution-free, from the order statistics of the run's
 own calls (one process; between-process noise is not in it): a "fastest" that
 overlaps the runner-up's interval is said to be indistinguishable from it, not
 ranked. p99 is "not available" below 100 calls (the quick profile's 20: --serve).
+The section ends with the resume table (report/resume.py) where -p resume_check ran.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from . import fmt
 from .cells import cell, header
 from .finding import Finding
 from .media import wl_name
+from .resume import resume_findings, resume_part
 
 # Reloaded predictions within this relative difference of the in-memory ones differ by float32
 # rounding only (a few units in the last place over the workloads' depths); beyond it, a fault.
@@ -120,11 +122,13 @@ def serving_section(rows, S) -> dict | None:
         s0 = got[0][1]
         parts.append({"workload": wl, "name": wl_name(S, wl), "inputs": S("serve_inputs", what=s0.get("inputs", ""), n=s0.get("n", "?")),
                       "table": _table(wl, got, S), "notes": _notes(got, S), "best": best_lines(got, S)})
-    if not parts:
+    resume = resume_part(rows, S)
+    if not parts and not resume:
         return None
     calls = [int(_lat(s, 1).get("calls") or 0) for w in rows for s in [served(w)] if s and s.get("status") == "ok"]
     few = bool(calls) and min(calls) < P99_CALLS
-    return {"intro": S("serve_intro"), "parts": parts, "few_calls": S("serve_few_calls", n=min(calls)) if few else ""}
+    return {"intro": S("serve_intro") if parts else S("serve_intro_none"), "parts": parts, "resume": resume,
+            "few_calls": S("serve_few_calls", n=min(calls)) if few else ""}
 
 
 def _fastest(got, value, S, show, interval=None) -> str | None:
@@ -177,4 +181,4 @@ def serving_findings(rows, S) -> list:
             out.append(Finding(kind="serving", flag=True, anchor="serving",
                                text=S("serve_failed_finding", run=w.label, stage=s.get("stage", "?"),
                                       error=s.get("error", ""))))
-    return out
+    return out + resume_findings(rows, S)

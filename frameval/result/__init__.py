@@ -177,6 +177,7 @@ class Result:
     param_count_note: str | None = _field(_text)
     cpu_cores: Recorded = _field(_recorded)      # CPU use in the steady epochs: process CPU time over wall time (#70)
     serving: dict | None = _field(_dict_or_none)  # saved for deployment, loaded in a fresh process, served (nb/serving.py)
+    resume: dict | None = _field(_dict_or_none)  # -p resume_check: checkpoint after epoch k, resumed in a second kernel (nb/resume.py)
     repeats: list = _field(as_list)             # steady epoch seconds of every repeat (the runner merges them)
     timing: dict = _field(as_dict)              # {"window", "windows": [{"epoch", "steps", "samples", "seconds"}],
     #                                             "steady_windows", "outlier_windows", "min_windows"}

@@ -138,6 +138,14 @@ def complete(d: Path, run, res: dict | None, error: tuple | None, runner_fields:
     return res
 
 
+def set_resume(d: Path, record: dict) -> dict:
+    """-p resume_check: the second kernel's comparison (or its failure) as the run's `resume`."""
+    res = load(Path(d) / RESULT)
+    res["resume"] = record
+    _write(d, res)
+    return res
+
+
 def mark_reused(d: Path) -> dict:
     """A cached result the plan reuses: marked, so the report can say so."""
     res = load(Path(d) / RESULT)

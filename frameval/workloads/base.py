@@ -19,6 +19,9 @@ from typing import Callable
 # (ilkarman-style shared params). A test checks each notebook's parameters cell.
 COMMON_PARAMS = ("mode", "device", "precision", "epochs", "batch_size", "lr", "seed", "threads", "max_train_samples",
                  "serve", "serve_calls", "out_dir")
+# -p resume_check (#70): the workloads whose notebooks checkpoint and resume declare these too
+# (frameval/nb/resume.py); resume_from is the runner's, for the second kernel it starts.
+RESUME_PARAMS = ("resume_check", "resume_from")
 # Every workload's profile settings beside its own. The quick profile leaves serving out (#70): saving
 # for deployment, a fresh process's import and load and 25 timed calls a batch size added 114 s to the
 # default report's 389 s (2026-12-02, 2-core AMD EPYC with AVX-512: 000b672 against e0e3ee2 in one

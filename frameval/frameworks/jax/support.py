@@ -480,3 +480,26 @@ def load(path, device):
     def predict(x):
         return np.asarray(call(_jax.device_put(np.asarray(x, dtype), dev)))
     return predict
+
+
+# ------------------------------------------------------------------ checkpoint and resume (#70)
+def checkpoint(rec, path, *state):
+    """flax.serialization.to_bytes of the parameter and optimizer pytrees (optax's Adam state:
+    its count and moments), Flax's own msgpack checkpoint. JAX has no global random state:
+    its keys are values (LeNet and the LSTM draw none while they train)."""
+    import flax.serialization
+    with open(os.path.join(path, "state.msgpack"), "wb") as f:
+        f.write(flax.serialization.to_bytes(tuple(state)))
+    return "flax.serialization msgpack of the parameter and optax state pytrees (Adam's count and moments); " \
+           "no global random state (JAX's keys are values)"
+
+
+def restore(rec, path, *state):
+    """The pytrees read back into the structure of `state` (flax.serialization.from_bytes), as
+    new device buffers where `state`'s leaves live: JAX's arrays are values, not changed in place."""
+    import flax.serialization
+    import jax as _jax
+    with open(os.path.join(path, "state.msgpack"), "rb") as f:
+        saved = flax.serialization.from_bytes(tuple(state), f.read())
+    return tuple(_jax.tree.map(lambda new, old: _jax.device_put(np.array(new, copy=True), old.sharding)
+                               if hasattr(old, "sharding") else new, saved, tuple(state)))

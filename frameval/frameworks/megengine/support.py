@@ -323,3 +323,22 @@ def load(path, device):
         net.wait()
         return net.get_io_tensor(y_name).to_numpy()
     return predict
+
+
+# ------------------------------------------------------------------ checkpoint and resume (#70)
+def checkpoint(rec, path, *state):
+    """megengine.save of each object's state_dict (the module's tensors, the optimizer's:
+    Adam's step and moments), MegEngine's own checkpoint (a pickle). MegEngine keeps its
+    random state in the C++ runtime without a getter: LeNet and the LSTM draw no random
+    numbers while they train."""
+    mge.save({"state": [s.state_dict() for s in state]}, os.path.join(path, "checkpoint.pkl"))
+    return "megengine.save of the module's and the optimizer's state_dict (Adam's step and moments); " \
+           "no random state (MegEngine has no getter for it)"
+
+
+def restore(rec, path, *state):
+    """load_state_dict of each: the module's tensors and the optimizer's state written in place."""
+    saved = mge.load(os.path.join(path, "checkpoint.pkl"))["state"]
+    for s, sd in zip(state, saved):
+        s.load_state_dict(sd)
+    return state

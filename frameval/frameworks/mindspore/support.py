@@ -426,3 +426,31 @@ def load(path, device):
     def predict(x):
         return graph(Tensor(_as_input(x))).asnumpy()  # asnumpy waits for the result
     return predict
+
+
+# ------------------------------------------------------------------ checkpoint and resume (#70)
+def checkpoint(rec, path, *state):
+    """mindspore.save_checkpoint of each Cell: the network's Parameters, and the optimizer's
+    (nn.Adam's moments, beta powers and global step), MindSpore's own .ckpt. MindSpore has no
+    getter for its global random state (mindspore.set_seed only sets it): LeNet and the LSTM
+    draw no random numbers while they train."""
+    _import()
+    for i, s in enumerate(state):
+        ms.save_checkpoint(s, os.path.join(path, f"{i}.ckpt"))
+    return "mindspore.save_checkpoint of the network and of nn.Adam (moments, beta powers, global step); " \
+           "no random state (MindSpore has no getter for it)"
+
+
+def restore(rec, path, *state):
+    """Each .ckpt's values assigned into the Cell's own Parameters by name (`assign`, not
+    load_param_into_net's set_data, which the compiled update would not see)."""
+    _import()
+    for i, s in enumerate(state):
+        saved = ms.load_checkpoint(os.path.join(path, f"{i}.ckpt"))
+        own = dict(s.parameters_and_names())
+        missing = [k for k in saved if k not in own]
+        if missing:
+            raise ValueError(f"checkpoint {i}.ckpt holds parameters this {type(s).__name__} lacks: {missing[:5]}")
+        for k, v in saved.items():
+            assign(own[k], v.asnumpy())
+    return state

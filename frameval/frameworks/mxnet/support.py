@@ -464,3 +464,33 @@ def load(path, device):
     def predict(x):
         return block(nd.array(x, ctx=ctx, dtype=x.dtype)).asnumpy()
     return predict
+
+
+# ------------------------------------------------------------------ checkpoint and resume (#70)
+def _is_trainer(obj) -> bool:
+    return type(obj).__name__ == "Trainer"
+
+
+def checkpoint(rec, path, *state):
+    """Gluon's own pair: the block's save_parameters (.params) and the Trainer's save_states
+    (.states: Adam's moments and update counts). MXNet has no getter for its generators'
+    state (mx.random.seed only sets it): LeNet and the LSTM draw no random numbers while
+    they train."""
+    for i, s in enumerate(state):
+        if _is_trainer(s):
+            s.save_states(os.path.join(path, f"{i}.states"))
+        else:
+            s.save_parameters(os.path.join(path, f"{i}.params"))
+    return "Gluon save_parameters (.params) and Trainer.save_states (.states: Adam's moments, update counts); " \
+           "no random state (MXNet has no getter for it)"
+
+
+def restore(rec, path, *state):
+    """load_parameters into the block's own arrays (on their context) and load_states into the Trainer."""
+    for i, s in enumerate(state):
+        if _is_trainer(s):
+            s.load_states(os.path.join(path, f"{i}.states"))
+        else:
+            ctx = next(iter(s.collect_params().values())).list_ctx()
+            s.load_parameters(os.path.join(path, f"{i}.params"), ctx=ctx)
+    return state

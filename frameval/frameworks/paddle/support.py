@@ -511,3 +511,32 @@ def load(path, device):
         with paddle.no_grad():
             return layer(paddle.to_tensor(x)).numpy()
     return predict
+
+
+# ------------------------------------------------------------------ checkpoint and resume (#70)
+def checkpoint(rec, path, *state):
+    """paddle.save of each object's state_dict (the layer's .pdparams, the optimizer's .pdopt:
+    Adam's moments and beta powers), Paddle's own checkpoint for resuming, with the
+    generator's state (paddle.get_rng_state)."""
+    import paddle
+
+    for i, s in enumerate(state):
+        paddle.save(s.state_dict(), os.path.join(path, f"{i}.{'pdopt' if _is_opt(s) else 'pdparams'}"))
+    paddle.save(paddle.get_rng_state(), os.path.join(path, "rng.pdstate"))
+    return "paddle.save of the layer's state_dict (.pdparams) and the optimizer's (.pdopt: Adam's moments " \
+           "and beta powers), paddle.get_rng_state"
+
+
+def _is_opt(obj) -> bool:
+    import paddle
+    return isinstance(obj, paddle.optimizer.Optimizer)
+
+
+def restore(rec, path, *state):
+    """set_state_dict of each: values written into the existing parameters and accumulators."""
+    import paddle
+
+    for i, s in enumerate(state):
+        s.set_state_dict(paddle.load(os.path.join(path, f"{i}.{'pdopt' if _is_opt(s) else 'pdparams'}")))
+    paddle.set_rng_state(paddle.load(os.path.join(path, "rng.pdstate")))
+    return state

@@ -403,3 +403,29 @@ def load(path, device):
         with tf.device(dev):
             return served.serve(tf.constant(x, dtype=dtype)).numpy()
     return predict
+
+
+# ------------------------------------------------------------------ checkpoint and resume (#70)
+CHECKPOINT = "ckpt"
+
+
+def _tracked(state) -> dict:
+    """The objects by role for tf.train.Checkpoint: the model(s), then the optimizer(s)."""
+    return {f"{'optimizer' if isinstance(s, keras.optimizers.Optimizer) else 'model'}_{i}": s for i, s in enumerate(state)}
+
+
+def checkpoint(rec, path, *state):
+    """tf.train.Checkpoint of the model and its optimizer (the variables: weights, Adam's
+    moments and iteration count), TensorFlow's own checkpoint for resuming a training, with
+    the global tf.random.Generator's state."""
+    ckpt = tf.train.Checkpoint(rng=tf.random.get_global_generator(), **_tracked(state))
+    ckpt.write(os.path.join(path, CHECKPOINT))
+    return "tf.train.Checkpoint of the Keras model and optimizer (weights, Adam's moments and iterations), " \
+           "the global tf.random.Generator's state"
+
+
+def restore(rec, path, *state):
+    """The checkpoint read back into the same variables (assigned in place: the traced step keeps them)."""
+    ckpt = tf.train.Checkpoint(rng=tf.random.get_global_generator(), **_tracked(state))
+    ckpt.read(os.path.join(path, CHECKPOINT)).assert_existing_objects_matched()
+    return state

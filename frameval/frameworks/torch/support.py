@@ -263,3 +263,32 @@ def load(path, device):
         with torch.no_grad():
             return module(torch.from_numpy(x).to(dev)).cpu().numpy()
     return predict
+
+
+# ------------------------------------------------------------------ checkpoint and resume (#70)
+CHECKPOINT = "checkpoint.pt"
+
+
+def checkpoint(rec, path, *state):
+    """torch.save of every object's state_dict (the module's tensors; the optimizer's
+    moments and step count) with the CPU generator's state (torch.get_rng_state), the
+    checkpoint PyTorch's own tutorials describe for resuming a training."""
+    blob = {"state": [s.state_dict() for s in state], "rng": torch.get_rng_state()}
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        blob["cuda_rng"] = torch.cuda.get_rng_state_all()
+    torch.save(blob, os.path.join(path, CHECKPOINT))
+    return ("torch.save of the module's and the optimizer's state_dict (Adam's moments and step), "
+            "torch.get_rng_state" + (" and the CUDA generators'" if "cuda_rng" in blob else ""))
+
+
+@torch.no_grad()
+def restore(rec, path, *state):
+    """The state_dicts loaded back: the module's copied into its tensors in place (the
+    compiled step keeps them), the optimizer's with load_state_dict; the generators' state."""
+    blob = torch.load(os.path.join(path, CHECKPOINT), map_location="cpu", weights_only=True)
+    for obj, saved in zip(state, blob["state"]):
+        obj.load_state_dict(saved)
+    torch.set_rng_state(blob["rng"])
+    if "cuda_rng" in blob:
+        torch.cuda.set_rng_state_all(blob["cuda_rng"])
+    return state

@@ -3,7 +3,7 @@ workload besides its notebooks. Standard library only (see base.py)."""
 from __future__ import annotations
 
 from .. import datasets
-from ..base import COMMON_PARAMS, Figure, Layer, Network, Op, Pass, Quality, SeedSpread, Workload, conv, dense
+from ..base import COMMON_PARAMS, RESUME_PARAMS, Figure, Layer, Network, Op, Pass, Quality, SeedSpread, Workload, conv, dense
 
 WEIGHTS = (
     ("conv1.weight", (6, 1, 5, 5), "conv"), ("conv1.bias", (6,), "zeros"),
@@ -66,7 +66,7 @@ def _finding(S, fmt, name, best, worst, show):
 
 
 WORKLOAD = Workload(
-    key="lenet", order=1, display="LeNet-5", params=COMMON_PARAMS + ("dataset", "api"), param_counts={"lenet": 61706},
+    key="lenet", order=1, display="LeNet-5", params=COMMON_PARAMS + ("dataset", "api") + RESUME_PARAMS, param_counts={"lenet": 61706},
     quality=Quality("test_acc", "col_test_acc", "axis_accuracy", True, True, format="percent"),
     data_name=datasets.mnist_name, train_samples=datasets.mnist_train, data_problem=datasets.no_problem,
     too_few=datasets.mnist_too_few,

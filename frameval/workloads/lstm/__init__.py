@@ -3,7 +3,7 @@ about the workload besides its notebooks. Standard library only (see base.py).""
 from __future__ import annotations
 
 from .. import datasets
-from ..base import COMMON_PARAMS, Figure, Layer, Network, Op, Pass, Quality, SeedSpread, Workload, dense
+from ..base import COMMON_PARAMS, RESUME_PARAMS, Figure, Layer, Network, Op, Pass, Quality, SeedSpread, Workload, dense
 
 HIDDEN = 32
 WEIGHTS = (
@@ -158,7 +158,7 @@ def _finding(S, fmt, name, best, worst, show):
 
 
 WORKLOAD = Workload(
-    key="lstm", order=3, display="LSTM", params=COMMON_PARAMS + ("window", "hidden", "series", "cell"),
+    key="lstm", order=3, display="LSTM", params=COMMON_PARAMS + ("window", "hidden", "series", "cell") + RESUME_PARAMS,
     param_counts=COUNTS["lstm"], counts_for=_counts, variant=("cell",) + CELLS,
     quality=Quality("val_r2", "col_val_r2", "axis_r2", True, False, format="fixed4"),
     data_name=datasets.series_name, train_samples=datasets.series_train, data_problem=datasets.series_problem,
