@@ -31,7 +31,7 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import arithmetic, cpu, files, lifeline, memguard, sources, workloads
+from . import arithmetic, cpu, faults, files, lifeline, memguard, sources, workloads
 from .result import load as load_result, store
 from . import notebook as nbfile
 from .envs import jupyter_env
@@ -413,7 +413,7 @@ def _resume(run: Run, d: Path, kernel: str, timeout, start_timeout, cancel: Canc
     if first.get("status") != "checkpointed":
         return  # no checkpoint was taken: the run's own `resume` record says why
     ckpt, out = d / files.WORK / files.CHECKPOINT, d / files.WORK / files.RESUMED
-    if _fault(run) == "resume-missing":  # the fault tests' missing checkpoint (tests/test_resume.py)
+    if faults.injected(run.framework, run.workload, "resume-") == "resume-missing":  # the fault tests' missing checkpoint (tests/test_resume.py)
         shutil.rmtree(ckpt, ignore_errors=True)
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
@@ -433,15 +433,6 @@ def _resume(run: Run, d: Path, kernel: str, timeout, start_timeout, cancel: Canc
     store.set_resume(d, record)
     if error is not None and error[0] == "Interrupted":
         raise Interrupted()
-
-
-def _fault(run: Run) -> str:
-    """FRAMEVAL_INJECT_FAULT="<fw>/<workload>:resume-missing" (as nb/record.py's faults)."""
-    for spec in os.environ.get("FRAMEVAL_INJECT_FAULT", "").split(";"):
-        target, _, kind = spec.partition(":")
-        if target == f"{run.framework}/{run.workload}" and kind.startswith("resume-"):
-            return kind
-    return ""
 
 
 def _wait(proc, timeout, d: Path, cancel: Cancel, watch: memguard.Watch | None = None) -> tuple | None:

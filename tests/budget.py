@@ -46,6 +46,7 @@ FILES = {
     "test_envs.py": (0, 950),  # the 42-run `matrix` fixture (about 600 s idle alone, 815 s beside the other worker) is charged to its first user
     "test_faults.py": (12, 500),  # + a full disk and a corrupt saved model while serving (#70): one run_all of two runs
     "test_serving.py": (0, 30),  # reads the matrix's serving records and report
+    "test_resume.py": (1, 90),  # reads the matrix's resume records; a missing checkpoint and a lost Adam state: two torch eager runs
     "test_gemm.py": (0, 60),  # each framework's own GEMM script on 1 and 2 threads, in its environment: 46 s alone
     "test_gpt.py": (2, 240),  # the GPT, tiny: torch graph and eager, the six others graph: 217 s in the suite (2026-11-27 afternoon, idle, load 1.8-2.9)
     "test_gru.py": (1, 240),  # the LSTM and the GRU eager in all seven frameworks, tiny, and the report: 14 runs

@@ -37,8 +37,9 @@ class Clock:
 # a steady one) and a LeNet accuracy above chance, small enough for CI.
 TINY = ["-p", "epochs=2", "-p", "lenet.max_train_samples=512", "-p", "dcgan.batch_size=16",
         "-p", "dcgan.max_train_samples=32", "-p", "lstm.max_train_samples=256"]
-# The matrix's runs save, load in a fresh process and serve (nb/serving.py), with few timed calls
-SERVED = ["-p", "serve=true", "-p", "serve_calls=3"]
+# The matrix's runs save, load in a fresh process and serve (nb/serving.py), with few timed calls;
+# its LeNet and LSTM runs checkpoint after epoch 1 and resume in a second kernel (nb/resume.py)
+SERVED = ["-p", "serve=true", "-p", "serve_calls=3", "-p", "resume_check=true"]
 
 
 def run_all(*args, timeout=None, check=False):

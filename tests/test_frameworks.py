@@ -193,6 +193,14 @@ TOY = {
             raise NotOffered("the toy has no deployment format")
 
 
+        def checkpoint(rec, path, *state):
+            raise NotOffered("the toy trains nothing to checkpoint")
+
+
+        def restore(rec, path, *state):
+            raise NotOffered("the toy trains nothing to restore")
+
+
         def toy_fix():
             return None
         ''',

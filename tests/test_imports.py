@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parent.parent
 # The workload records (issue #36) are among them: the check asks them for
 # each workload's reference, and the catalog builds its tables from them.
 NB_MAY_IMPORT = {"frameval", "frameval.files", "frameval.paths", "frameval.catalog", "frameval.notebook", "frameval.cpu",
-                 "frameval.speed", "frameval.energy", "frameval.target", "frameval.arithmetic",
+                 "frameval.speed", "frameval.energy", "frameval.target", "frameval.arithmetic", "frameval.faults",
                  "frameval.result", "frameval.result.folder",
                  "frameval.workloads", "frameval.workloads.base", "frameval.workloads.datasets",
                  # the framework registry and its record type (each framework's record, which the

@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..faults import injected
 from .data import eval_batches
 
 FOLDER = "served"          # under the run's working folder
@@ -133,13 +134,8 @@ def serve(rec, fw, model, inputs, predict, *, batch: int, what: str = "") -> dic
 
 
 def _fault(rec) -> str:
-    """The fault tests' hook (FRAMEVAL_INJECT_FAULT="<fw>/<workload>:serve-full|serve-corrupt", as
-    nb/record.py's): a full disk under the export, or a saved model corrupted before its load."""
-    for spec in os.environ.get("FRAMEVAL_INJECT_FAULT", "").split(";"):  # several: one per run
-        target, _, kind = spec.partition(":")
-        if target == f"{rec.framework}/{rec.workload}" and kind.startswith("serve-"):
-            return kind
-    return ""
+    """The fault tests' full disk under the export or saved model corrupted before its load (frameval/faults.py)."""
+    return injected(rec.framework, rec.workload, "serve-")
 
 
 def _full_disk(path: Path) -> None:
