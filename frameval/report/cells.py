@@ -16,6 +16,12 @@ def cell(t, v=None, cls="", title="", md=None):
     return c
 
 
+def mode_cell(w) -> dict:
+    """A row's mode, with what its run differs by where a sweep or a variant made several
+    runs of one framework and mode ("graph [cell=gru]")."""
+    return cell(w.mode + (f" [{w.variant}]" if w.variant else ""), w.mode)
+
+
 def header(t, num=False, title=""):
     return {"t": t, "num": num, "title": title}
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..catalog import WORKLOADS
 from . import fmt
-from .cells import cell, header
+from .cells import cell, header, mode_cell
 from .finding import Finding
 from .media import wl_name
 
@@ -40,7 +40,7 @@ def _verdict(r, S):
 
 def _row(w, r, S) -> list:
     k, n = r.get("after_epoch"), r.get("epochs") or w.result.params.get("epochs")
-    return [cell(w.fw_name, w.fw), cell(wl_name(S, w.workload), w.workload), cell(w.mode),
+    return [cell(w.fw_name, w.fw), cell(wl_name(S, w.workload), w.workload), mode_cell(w),
             cell(f"{k} / {n}" if k else fmt.NA, k), cell(str(r.get("format", fmt.NA)).split(" (")[0], title=r.get("format", "")),
             cell(fmt.kib(r.get("bytes")), r.get("bytes")), cell(fmt.seconds(r.get("save_s")), r.get("save_s")),
             cell(fmt.seconds(r.get("restore_s")), r.get("restore_s")), _verdict(r, S),

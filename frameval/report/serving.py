@@ -17,7 +17,7 @@ from scipy import stats
 from ..catalog import WORKLOADS
 from ..nb.serving import P99_CALLS
 from . import fmt
-from .cells import cell, header
+from .cells import cell, header, mode_cell
 from .finding import Finding
 from .media import wl_name
 from .resume import resume_findings, resume_part
@@ -77,11 +77,11 @@ def _row(w, s, S) -> list:
     if s.get("status") != "ok":
         why = S("serve_status_" + ("not_offered" if s.get("status") == "not_offered" else "failed"),
                 stage=s.get("stage", "?"), error=s.get("error", ""))
-        return [name, cell(w.mode), cell(why, cls="bad")] + [cell(fmt.NA, cls="na")] * 8
+        return [name, mode_cell(w), cell(why, cls="bad")] + [cell(fmt.NA, cls="na")] * 8
     mark, key, cls = reload_verdict(s)
     diff = small(s.get("max_abs_diff"))
     batch = s.get("batch")
-    return [name, cell(w.mode), cell(str(s.get("format", "")).split(" (")[0], title=s.get("format", "")),
+    return [name, mode_cell(w), cell(str(s.get("format", "")).split(" (")[0], title=s.get("format", "")),
             cell(fmt.kib(s.get("bytes")), s.get("bytes")), cell(fmt.seconds(s.get("save_s")), s.get("save_s")),
             cell(fmt.seconds(s.get("import_s")), s.get("import_s")), cell(fmt.seconds(s.get("load_s")), s.get("load_s")),
             cell(mark if s.get("exact") else f"{mark} {diff}", s.get("max_abs_diff"), cls, S(key)),
