@@ -422,7 +422,7 @@ def _resume(run: Run, d: Path, kernel: str, timeout, start_timeout, cancel: Canc
     t0 = time.perf_counter()
     # the first kernel's compile cache (torch inductor's): the second kernel's graphs are the same,
     # and it is not timed; cold, torch's LeNet and LSTM recompiled for 31 and 53 s on 2 cores
-    env = dict(jupyter_env(), TORCHINDUCTOR_CACHE_DIR=str(d / files.WORK / "torchinductor"))
+    env = dict(jupyter_env(), TORCHINDUCTOR_CACHE_DIR=str(d / files.WORK / files.INDUCTOR_CACHE))
     proc = start_papermill(run.notebook, out / files.OUTPUT_NB, params, kernel, out, out / files.PAPERMILL_LOG,
                            start_timeout, env)
     error = _wait(proc, timeout, out, cancel, memguard.Watch(max_rss_mb))

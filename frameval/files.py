@@ -36,6 +36,7 @@ PAPERMILL_LOG = "papermill.log"
 WORK = "work"  # the run's working folder (framework caches, compile dumps), emptied before each execution
 GRIDS = "grids"
 CHECKPOINT = "checkpoint"  # under WORK: what a -p resume_check run saved after epoch k (frameval/nb/resume.py)
+INDUCTOR_CACHE = "torchinductor"  # under WORK: torch inductor's compile cache (a resumed kernel reuses its run's)
 RESUMED = "resumed"  # under WORK: the output folder of the kernel that resumed from CHECKPOINT
 PLAN = "plan.json"
 PROVENANCE = "provenance.json"  # what the report was made from (frameval/provenance.py)

@@ -381,7 +381,7 @@ class Recorder:
         work.mkdir(exist_ok=True)
         # Caches frameworks would put in the home directory go to the run's folder.
         os.environ.setdefault("KERAS_HOME", str(work / "keras"))
-        os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(work / "torchinductor"))
+        os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(work / files.INDUCTOR_CACHE))
         os.environ.setdefault("TRITON_CACHE_DIR", str(work / "triton"))
         os.environ.setdefault("MPLCONFIGDIR", str(work / "matplotlib"))
         if chdir:  # compile dumps (MindSpore's rank_0/ ...) land here, never in the repo

@@ -18,6 +18,7 @@ MARKS = {"exact": ("✓", "ok"), "within": ("≈", "warn"), "diverged": ("✗", 
 
 
 def small(v) -> str:
+    """A difference, in scientific form where it is tiny (5.2e-08, not 0.0000000522); serving's too."""
     x = fmt.num(v)
     return fmt.NA if x is None else (f"{x:.2g}" if x and abs(x) < 1e-3 else fmt.sig(x))
 

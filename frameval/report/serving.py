@@ -20,17 +20,11 @@ from . import fmt
 from .cells import cell, header, mode_cell
 from .finding import Finding
 from .media import wl_name
-from .resume import resume_findings, resume_part
+from .resume import resume_findings, resume_part, small  # noqa: F401 - small: this module's name for it too
 
 # Reloaded predictions within this relative difference of the in-memory ones differ by float32
 # rounding only (a few units in the last place over the workloads' depths); beyond it, a fault.
 ROUNDING = 1e-5
-
-
-def small(v) -> str:
-    """A difference, in scientific form where it is tiny (5.2e-08, not 0.0000000522)."""
-    x = fmt.num(v)
-    return fmt.NA if x is None else (f"{x:.2g}" if x and abs(x) < 1e-3 else fmt.sig(x))
 
 
 def served(w) -> dict | None:
